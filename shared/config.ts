@@ -1,0 +1,130 @@
+import { z } from "zod";
+
+/**
+ * Every knob of a Leasehold deployment in one validated place. `infra/` sizes
+ * the Lambda functions, crons and alarms from it; the local Lambda runtime and
+ * the runner use the very same values, so local and deployed cannot drift.
+ */
+
+export const DEFAULT_SCHEMA = "leasehold";
+export const DEFAULT_QUEUE = "default";
+export const DEFAULT_LEASE_MS = 30_000;
+export const DEFAULT_MAX_ATTEMPTS = 3;
+export const DEFAULT_BACKOFF_MS = 1_000;
+export const MAX_BACKOFF_MS = 60 * 60_000;
+export const DEFAULT_SLOTS = 20;
+export const DEFAULT_CLAIM_BATCH = 20;
+/** Time a runner keeps back after its last lease for settling and closing. */
+export const RUNNER_MARGIN_MS = 5_000;
+/** A runner with nothing to claim for this long exits. */
+export const DEFAULT_RUNNER_IDLE_MS = 2_000;
+
+const runnerSchema = z.object({
+  /** Queues this runner serves, in claim order. */
+  queues: z.array(z.string().min(1)).min(1),
+  slots: z.number().int().min(1).max(1_000).default(DEFAULT_SLOTS),
+  memoryMb: z.number().int().min(128).max(10_240).default(1024),
+  timeoutSeconds: z.number().int().min(10).max(900).default(300),
+  /** Longest lease a job on these queues may ask for. */
+  maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
+  idleMs: z.number().int().positive().default(DEFAULT_RUNNER_IDLE_MS),
+  /** Hard cap on concurrent invocations of this runner. */
+  maxConcurrency: z.number().int().min(1).max(1_000).default(10),
+});
+
+export const configSchema = z
+  .object({
+    schema: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/).default(DEFAULT_SCHEMA),
+    /** Runner functions by name; each serves its own queues with its own size. */
+    runners: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), runnerSchema).prefault({
+      runner: { queues: [DEFAULT_QUEUE] },
+    }),
+    /** Database connections all runners together may hold. */
+    connectionBudget: z.number().int().min(1).default(40),
+    /** Each runner invocation holds this many connections. */
+    connectionsPerRunner: z.number().int().min(1).default(2),
+    scheduler: z
+      .object({
+        schedule: z.string().default("rate(1 minute)"),
+        timeoutSeconds: z.number().int().min(10).max(900).default(70),
+        memoryMb: z.number().int().min(128).default(256),
+        /** How often it looks at demand within one invocation. */
+        pollMs: z.number().int().min(100).default(1_000),
+      })
+      .prefault({}),
+    rescuer: z
+      .object({
+        schedule: z.string().default("rate(1 minute)"),
+        timeoutSeconds: z.number().int().min(10).max(900).default(60),
+        memoryMb: z.number().int().min(128).default(256),
+      })
+      .prefault({}),
+    api: z
+      .object({
+        timeoutSeconds: z.number().int().min(1).max(900).default(29),
+        memoryMb: z.number().int().min(128).default(512),
+      })
+      .prefault({}),
+    alarms: z
+      .object({
+        oldestReadyAgeSeconds: z.number().int().positive().default(300),
+        deadJobsThreshold: z.number().int().min(0).default(0),
+        staleSettlesThreshold: z.number().int().min(0).default(0),
+      })
+      .prefault({}),
+    /** Finished jobs older than this are pruned by the rescuer. */
+    retentionDays: z.number().int().positive().default(7),
+  })
+  .superRefine((config, ctx) => {
+    for (const [name, runner] of Object.entries(config.runners)) {
+      if (runner.maxLeaseMs + RUNNER_MARGIN_MS > runner.timeoutSeconds * 1000) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["runners", name, "timeoutSeconds"],
+          message: `timeout ${runner.timeoutSeconds}s cannot cover a ${runner.maxLeaseMs}ms lease plus the ${RUNNER_MARGIN_MS}ms margin`,
+        });
+      }
+    }
+  });
+
+export type Config = z.output<typeof configSchema>;
+export type RunnerConfig = Config["runners"][string];
+
+export function defineConfig(input: z.input<typeof configSchema> = {}): Config {
+  return configSchema.parse(input);
+}
+
+/** The deployment's configuration: edit here, and infra and local dev follow. */
+export const config: Config = defineConfig({
+  runners: {
+    runner: { queues: [DEFAULT_QUEUE], slots: 20, memoryMb: 1024, timeoutSeconds: 300, maxLeaseMs: 60_000 },
+    "runner-cpu": { queues: ["cpu"], slots: 1, memoryMb: 1769, timeoutSeconds: 300, maxLeaseMs: 60_000, maxConcurrency: 4 },
+  },
+});
+
+/** Lambda functions as infra and the local runtime see them. */
+export interface FunctionSpec {
+  name: string;
+  handler: string;
+  timeoutSeconds: number;
+  memoryMb: number;
+  /** EventBridge schedule expression for cron-triggered functions. */
+  schedule?: string;
+  environment?: Record<string, string>;
+}
+
+export function functionSpecs(cfg: Config = config): FunctionSpec[] {
+  const runners = Object.entries(cfg.runners).map(([name, r]) => ({
+    name,
+    handler: "functions/runner.handler",
+    timeoutSeconds: r.timeoutSeconds,
+    memoryMb: r.memoryMb,
+    environment: { LEASEHOLD_RUNNER: name },
+  }));
+  return [
+    ...runners,
+    { name: "scheduler", handler: "functions/scheduler.handler", ...cfg.scheduler },
+    { name: "rescuer", handler: "functions/rescuer.handler", ...cfg.rescuer },
+    { name: "api", handler: "functions/api.handler", ...cfg.api },
+  ];
+}
