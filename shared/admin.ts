@@ -1,0 +1,128 @@
+import { sql, type Store } from "./db.ts";
+import type { AttemptOutcome, JobStatus } from "./job.ts";
+
+/** Operator actions and views: cancel, retry, get, list. */
+
+export interface JobRecord {
+  id: string;
+  queue: string;
+  name: string;
+  payload: unknown;
+  status: JobStatus;
+  priority: number;
+  runAt: Date;
+  attempts: number;
+  maxAttempts: number;
+  leaseExpiresAt: Date | null;
+  runnerId: string | null;
+  group: string | null;
+  dedupeKey: string | null;
+  lastError: string | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface AttemptRecord {
+  attempt: number;
+  runnerId: string | null;
+  claimedAt: Date;
+  endedAt: Date;
+  outcome: AttemptOutcome;
+  error: string | null;
+}
+
+const JOB_COLUMNS = `id::text, queue, name, payload, status::text, priority, run_at, attempts, max_attempts,
+  lease_expires_at, runner_id, group_key, dedupe_key, last_error, created_at, started_at, finished_at`;
+
+type JobRow = {
+  id: string; queue: string; name: string; payload: unknown; status: JobStatus; priority: number; run_at: Date;
+  attempts: number; max_attempts: number; lease_expires_at: Date | null; runner_id: string | null;
+  group_key: string | null; dedupe_key: string | null; last_error: string | null; created_at: Date;
+  started_at: Date | null; finished_at: Date | null;
+};
+
+function toJob(r: JobRow): JobRecord {
+  return {
+    id: r.id, queue: r.queue, name: r.name, payload: r.payload, status: r.status, priority: r.priority,
+    runAt: r.run_at, attempts: r.attempts, maxAttempts: r.max_attempts, leaseExpiresAt: r.lease_expires_at,
+    runnerId: r.runner_id, group: r.group_key, dedupeKey: r.dedupe_key, lastError: r.last_error,
+    createdAt: r.created_at, startedAt: r.started_at, finishedAt: r.finished_at,
+  };
+}
+
+const CANCEL_JOB = `
+update leasehold.jobs set status = 'cancelled', finished_at = now()
+where id = $1::bigint and status = 'queued'
+returning ${JOB_COLUMNS}`;
+
+/** Cancels a queued job. Returns it, or null if it is not queued (or does not exist). */
+export async function cancelJob(store: Store, id: string): Promise<JobRecord | null> {
+  const { rows } = await store.db.query<JobRow>(sql(store.schema, CANCEL_JOB), [id]);
+  return rows[0] ? toJob(rows[0]) : null;
+}
+
+const RETRY_JOB = `
+update leasehold.jobs
+set status = 'queued', attempts = 0, run_at = now(), finished_at = null
+where id = $1::bigint and status = 'dead'
+returning ${JOB_COLUMNS}`;
+
+/**
+ * Moves a dead job back to `queued` with its attempts reset, to run now.
+ * Its earlier attempt rows stay. Returns it, or null if it is not dead.
+ */
+export async function retryJob(store: Store, id: string): Promise<JobRecord | null> {
+  const { rows } = await store.db.query<JobRow>(sql(store.schema, RETRY_JOB), [id]);
+  return rows[0] ? toJob(rows[0]) : null;
+}
+
+const GET_JOB = `select ${JOB_COLUMNS} from leasehold.jobs where id = $1::bigint`;
+const GET_ATTEMPTS = `
+select attempt, runner_id, claimed_at, ended_at, outcome::text, error
+from leasehold.job_attempts where job_id = $1::bigint order by id`;
+
+/** A job with every attempt it has made, or null. */
+export async function getJob(store: Store, id: string): Promise<(JobRecord & { attemptHistory: AttemptRecord[] }) | null> {
+  const [{ rows }, { rows: attempts }] = await Promise.all([
+    store.db.query<JobRow>(sql(store.schema, GET_JOB), [id]),
+    store.db.query<{
+      attempt: number; runner_id: string | null; claimed_at: Date; ended_at: Date; outcome: AttemptOutcome; error: string | null;
+    }>(sql(store.schema, GET_ATTEMPTS), [id]),
+  ]);
+  if (!rows[0]) return null;
+  return {
+    ...toJob(rows[0]),
+    attemptHistory: attempts.map((a) => ({
+      attempt: a.attempt, runnerId: a.runner_id, claimedAt: a.claimed_at, endedAt: a.ended_at, outcome: a.outcome, error: a.error,
+    })),
+  };
+}
+
+export interface ListFilter {
+  status?: JobStatus;
+  queue?: string;
+  name?: string;
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+const LIST_JOBS = `
+select ${JOB_COLUMNS} from leasehold.jobs
+where ($1::leasehold.job_status is null or status = $1::leasehold.job_status)
+  and ($2::text is null or queue = $2::text)
+  and ($3::text is null or name = $3::text)
+  and ($4::bigint is null or id < $4::bigint)
+order by id desc
+limit $5::integer`;
+
+/** Jobs newest first, filtered, a page at a time. */
+export async function listJobs(store: Store, filter: ListFilter = {}): Promise<{ jobs: JobRecord[]; nextCursor: string | null }> {
+  const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
+  const { rows } = await store.db.query<JobRow>(sql(store.schema, LIST_JOBS), [
+    filter.status ?? null, filter.queue ?? null, filter.name ?? null, filter.cursor ?? null, limit + 1,
+  ]);
+  const page = rows.slice(0, limit).map(toJob);
+  return { jobs: page, nextCursor: rows.length > limit ? page[page.length - 1]!.id : null };
+}

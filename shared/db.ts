@@ -1,0 +1,72 @@
+/**
+ * The database seam: everything in the core talks to Postgres through
+ * `Queryable`, which a `pg` Pool/Client and a Neon Pool/Client all satisfy.
+ * A caller's own transaction client is a Queryable too, which is how enqueue
+ * joins it.
+ */
+export interface QueryResult<R> {
+  rows: R[];
+  rowCount: number | null;
+}
+
+export interface Queryable {
+  query<R = Record<string, unknown>>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
+}
+
+/** A pool: queries, plus a dedicated client for transactions. */
+export interface Pool extends Queryable {
+  connect(): Promise<Queryable & { release(err?: Error | boolean): void }>;
+  end(): Promise<void>;
+}
+
+/** The core's view of one Leasehold installation: where, and through what. */
+export interface Store {
+  db: Queryable;
+  /** Postgres schema holding the tables; `leasehold` unless configured. */
+  schema: string;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+const cache = new Map<string, Map<string, string>>();
+
+/** The schema name, validated as a plain identifier and quoted. */
+export function schemaIdent(schema: string): string {
+  if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name: ${JSON.stringify(schema)}`);
+  return `"${schema}"`;
+}
+
+/**
+ * Returns `text` with the `leasehold.` schema prefix replaced by `schema`.
+ * The SQL stays static: the schema name is the only thing spliced in, it is
+ * validated as a plain identifier, and each statement is rewritten once.
+ */
+export function sql(schema: string, text: string): string {
+  let bySchema = cache.get(schema);
+  if (!bySchema) {
+    schemaIdent(schema);
+    bySchema = new Map();
+    cache.set(schema, bySchema);
+  }
+  let out = bySchema.get(text);
+  if (out === undefined) {
+    out = schema === "leasehold" ? text : text.replace(/\bleasehold\./g, `"${schema}".`);
+    bySchema.set(text, out);
+  }
+  return out;
+}
+
+/** Runs `fn` inside a transaction on one pooled client. */
+export async function transaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    const result = await fn(client);
+    await client.query("commit");
+    return result;
+  } catch (err) {
+    await client.query("rollback").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}

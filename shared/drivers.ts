@@ -1,0 +1,37 @@
+import pg from "pg";
+import { Pool as NeonPool, neonConfig } from "@neondatabase/serverless";
+import type { Pool } from "./db.ts";
+
+/** node-postgres over TCP: local development, tests, long-lived workers. */
+export function createPgPool(connectionString: string, max = 10): Pool {
+  return new pg.Pool({ connectionString, max }) as unknown as Pool;
+}
+
+export interface NeonOptions {
+  max?: number;
+  /**
+   * A WebSocket-to-TCP relay to reach a plain Postgres (local dev and tests):
+   * "host:port". Unset in production, where Neon's own proxy is used.
+   */
+  wsProxy?: string;
+  /** WebSocket constructor for runtimes without a global one (Node 20). */
+  webSocketConstructor?: unknown;
+}
+
+/**
+ * Neon's serverless driver over WebSocket: Lambda and edge runtimes. A Lambda
+ * must connect, use and close it within one invocation.
+ */
+export function createNeonPool(connectionString: string, options: NeonOptions = {}): Pool {
+  if (options.webSocketConstructor) {
+    neonConfig.webSocketConstructor = options.webSocketConstructor as typeof neonConfig.webSocketConstructor;
+  }
+  if (options.wsProxy) {
+    const relay = options.wsProxy;
+    neonConfig.wsProxy = (host, port) => `${relay}/v2?address=${host}:${port}`;
+    neonConfig.useSecureWebSocket = false;
+    neonConfig.pipelineConnect = false;
+    neonConfig.pipelineTLS = false;
+  }
+  return new NeonPool({ connectionString, max: options.max ?? 10 }) as unknown as Pool;
+}

@@ -1,0 +1,105 @@
+import type { z } from "zod";
+import {
+  DEFAULT_BACKOFF_MS,
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_QUEUE,
+} from "./config.ts";
+
+/**
+ * A job's status. The whole lifecycle, and who moves a job in and out:
+ * - `queued`: waiting; claimable once `run_at` has come. In by enqueue, by a
+ *   retry after a failed attempt (later `run_at`), by the rescuer after an
+ *   expired lease, by a manual retry of a dead job. Out by a runner's claim,
+ *   or by cancel.
+ * - `running`: held by one runner under a lease (token + expiry). Out by that
+ *   runner (succeeded; failed or timed out -> queued or dead; released ->
+ *   queued) or by the rescuer once the lease has expired.
+ * - `succeeded`, `dead`, `cancelled`: terminal. `dead` means every attempt
+ *   was used; the attempt rows say why each one ended. A manual retry moves a
+ *   dead job back to `queued` with fresh attempts.
+ */
+export type JobStatus = "queued" | "running" | "succeeded" | "dead" | "cancelled";
+
+/** How one attempt ended; one `job_attempts` row per attempt. */
+export type AttemptOutcome = "succeeded" | "failed" | "timeout" | "lease_expired" | "released";
+
+/** What a handler gets beside its payload. */
+export interface JobContext {
+  jobId: string;
+  /** 1 on the first attempt. */
+  attempt: number;
+  maxAttempts: number;
+  leaseToken: string;
+  /** Fires at the lease deadline; the attempt is then recorded `timeout`. */
+  signal: AbortSignal;
+  /** The runner holding the lease (the Lambda request id on Lambda). */
+  runnerId: string;
+  /** Enqueues a follow-up job; a runner serving its queue picks it up at once. */
+  enqueue: <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, options?: EnqueueOptions) => Promise<EnqueuedJob>;
+}
+
+export interface JobDefaults {
+  queue: string;
+  maxAttempts: number;
+  leaseMs: number;
+  /** Base of the exponential retry backoff. */
+  backoffMs: number;
+  /** Higher runs first. */
+  priority: number;
+}
+
+export interface JobType<S extends z.ZodType = z.ZodType> extends JobDefaults {
+  name: string;
+  schema: S;
+  handler: (payload: z.output<S>, ctx: JobContext) => Promise<unknown> | unknown;
+}
+
+export interface EnqueueOptions {
+  queue?: string;
+  /** When to run; default now. */
+  runAt?: Date;
+  /** Run after this long; ignored when `runAt` is given. */
+  delayMs?: number;
+  priority?: number;
+  maxAttempts?: number;
+  /** An equal key while a job with it is pending returns that job instead. */
+  dedupeKey?: string;
+  /** Tenant or other group this job belongs to. */
+  group?: string;
+}
+
+export interface EnqueuedJob {
+  id: string;
+  /** True when a pending job with the same dedupe key was returned instead. */
+  existing: boolean;
+}
+
+/** Declares a job type: its name, payload schema, handler and defaults. */
+export function defineJob<S extends z.ZodType>(
+  definition: { name: string; schema: S; handler: JobType<S>["handler"] } & Partial<JobDefaults>,
+): JobType<S> {
+  if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(definition.name)) {
+    throw new Error(`invalid job name ${JSON.stringify(definition.name)}: use 1-128 of A-Z a-z 0-9 _ . : -`);
+  }
+  return {
+    queue: DEFAULT_QUEUE,
+    maxAttempts: DEFAULT_MAX_ATTEMPTS,
+    leaseMs: DEFAULT_LEASE_MS,
+    backoffMs: DEFAULT_BACKOFF_MS,
+    priority: 0,
+    ...definition,
+  };
+}
+
+/** The job types a runner or API knows, by name. */
+export type Registry = ReadonlyMap<string, JobType>;
+
+export function createRegistry(types: readonly JobType<any>[]): Registry {
+  const registry = new Map<string, JobType>();
+  for (const type of types) {
+    if (registry.has(type.name)) throw new Error(`job type ${type.name} is defined twice`);
+    registry.set(type.name, type as JobType);
+  }
+  return registry;
+}

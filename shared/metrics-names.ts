@@ -1,0 +1,79 @@
+/**
+ * The CloudWatch metric contract between the functions that publish metrics
+ * (through Powertools Metrics / EMF) and `infra/`, which alarms and draws
+ * dashboards on them. A CloudWatch alarm only matches a metric whose
+ * namespace, name and *complete* set of dimensions are identical, so both
+ * sides must use these constants and nothing else.
+ *
+ * Kept free of SST and AWS imports: the functions import it at runtime.
+ *
+ * Dimensions, by metric (see `METRIC_DIMENSIONS`):
+ * - Powertools Metrics adds `service` (= SERVICE_NAME, from `serviceName` or
+ *   POWERTOOLS_SERVICE_NAME) as a default dimension to every metric it
+ *   publishes. Infra sets POWERTOOLS_SERVICE_NAME and
+ *   POWERTOOLS_METRICS_NAMESPACE on every function from these constants.
+ * - Whole-service counters carry `service` only, no `queue`:
+ *   DeadJobs, RescuedJobs (published by the rescuer per run) and StaleSettles
+ *   (fencing refusals: a runner that lost its lease tried to settle). The
+ *   alarms on DeadJobs and StaleSettles use `{ service }` exactly.
+ * - Per-queue gauges carry `service` and `queue`: ReadyJobs and
+ *   OldestReadyAgeSeconds, published once per queue per run. The
+ *   oldest-ready-age alarm exists once per configured queue.
+ * - Per-queue outcome counters carry `service` and `queue`: JobsSucceeded,
+ *   JobsFailed, JobsTimedOut (published by the runner).
+ * A publisher that adds another dimension (e.g. a job name) to one of these
+ * metrics creates a *different* metric that no alarm watches; publish such
+ * detail in a separate metric set or in the log line instead.
+ */
+
+export const METRICS_NAMESPACE = "Leasehold";
+
+/** Powertools `serviceName`; becomes the `service` dimension's value. */
+export const SERVICE_NAME = "leasehold";
+
+export const Metric = {
+  /** Jobs that became `dead` (all attempts used). Unit: Count. */
+  DeadJobs: "DeadJobs",
+  /** Jobs re-queued by the rescuer after an expired lease. Unit: Count. */
+  RescuedJobs: "RescuedJobs",
+  /** Age of the oldest claimable `queued` job, per queue. Unit: Seconds. */
+  OldestReadyAgeSeconds: "OldestReadyAgeSeconds",
+  /** Claimable `queued` jobs, per queue. Unit: Count. */
+  ReadyJobs: "ReadyJobs",
+  JobsSucceeded: "JobsSucceeded",
+  JobsFailed: "JobsFailed",
+  JobsTimedOut: "JobsTimedOut",
+  /** Settles refused because the lease token no longer matched. Unit: Count. */
+  StaleSettles: "StaleSettles",
+} as const;
+export type MetricName = (typeof Metric)[keyof typeof Metric];
+
+/** Dimension *names* as published (values: SERVICE_NAME, the queue name). */
+export const Dimension = {
+  Service: "service",
+  Queue: "queue",
+} as const;
+export type DimensionName = (typeof Dimension)[keyof typeof Dimension];
+
+/** The exact dimension set each metric is published with. */
+export const METRIC_DIMENSIONS: Record<MetricName, readonly DimensionName[]> = {
+  DeadJobs: [Dimension.Service],
+  RescuedJobs: [Dimension.Service],
+  StaleSettles: [Dimension.Service],
+  ReadyJobs: [Dimension.Service, Dimension.Queue],
+  OldestReadyAgeSeconds: [Dimension.Service, Dimension.Queue],
+  JobsSucceeded: [Dimension.Service, Dimension.Queue],
+  JobsFailed: [Dimension.Service, Dimension.Queue],
+  JobsTimedOut: [Dimension.Service, Dimension.Queue],
+};
+
+/** The dimensions (names and values) of `metric`, for `queue` when it has one. */
+export function metricDimensions(metric: MetricName, queue?: string): Record<string, string> {
+  const dims: Record<string, string> = {};
+  for (const name of METRIC_DIMENSIONS[metric]) {
+    if (name === Dimension.Service) dims[name] = SERVICE_NAME;
+    else if (queue === undefined) throw new Error(`metric ${metric} needs a ${name} dimension`);
+    else dims[name] = queue;
+  }
+  return dims;
+}

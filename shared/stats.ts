@@ -1,0 +1,90 @@
+import { sql, type Store } from "./db.ts";
+
+export interface QueueStats {
+  queue: string;
+  /** Queued and due now. */
+  ready: number;
+  /** Queued for later (delayed or backing off). */
+  delayed: number;
+  running: number;
+  dead: number;
+  /** Seconds the oldest ready job has waited past its run_at; 0 if none. */
+  oldestReadyAgeSeconds: number;
+}
+
+// Each count reads only its partial index (ready, lease, dead): the table's
+// finished jobs, however many, are never scanned.
+const QUEUE_STATS = `
+with pending as (
+  select queue,
+         count(*) filter (where run_at <= now()) as ready,
+         count(*) filter (where run_at > now()) as delayed,
+         min(run_at) filter (where run_at <= now()) as oldest
+  from leasehold.jobs where status = 'queued' group by queue
+), running as (
+  select queue, count(*) as running from leasehold.jobs where status = 'running' group by queue
+), dead as (
+  select queue, count(*) as dead from leasehold.jobs where status = 'dead' group by queue
+)
+select coalesce(p.queue, r.queue, d.queue) as queue,
+       coalesce(p.ready, 0)::integer as ready, coalesce(p.delayed, 0)::integer as delayed,
+       coalesce(r.running, 0)::integer as running, coalesce(d.dead, 0)::integer as dead,
+       coalesce(extract(epoch from now() - p.oldest), 0)::float8 as oldest_ready_age_seconds
+from pending p
+full join running r on r.queue = p.queue
+full join dead d on d.queue = coalesce(p.queue, r.queue)
+order by 1`;
+
+/** Per-queue counts and the oldest ready age. */
+export async function queueStats(store: Store): Promise<QueueStats[]> {
+  const { rows } = await store.db.query<{
+    queue: string; ready: number; delayed: number; running: number; dead: number; oldest_ready_age_seconds: number;
+  }>(sql(store.schema, QUEUE_STATS));
+  return rows.map((r) => ({
+    queue: r.queue, ready: r.ready, delayed: r.delayed, running: r.running, dead: r.dead,
+    oldestReadyAgeSeconds: Math.max(0, r.oldest_ready_age_seconds),
+  }));
+}
+
+const READY_COUNT = `
+select count(*)::integer as ready from (
+  select 1 from leasehold.jobs
+  where status = 'queued' and queue = $1::text and run_at <= now()
+  limit $2::integer
+) capped`;
+
+/**
+ * Ready jobs in one queue, counted up to `cap`: the scheduler's demand signal,
+ * cheap every second whatever the backlog.
+ */
+export async function countReady(store: Store, queue: string, cap: number): Promise<number> {
+  const { rows } = await store.db.query<{ ready: number }>(sql(store.schema, READY_COUNT), [queue, cap]);
+  return rows[0]?.ready ?? 0;
+}
+
+const PRUNE_JOBS = `
+with old as (
+  select id from leasehold.jobs
+  where status in ('succeeded', 'dead', 'cancelled') and finished_at < now() - $1::float8 * interval '1 millisecond'
+  limit $2::integer
+)
+delete from leasehold.jobs j using old where j.id = old.id`;
+
+/**
+ * Deletes finished jobs (and their attempts) older than `retentionMs`, a
+ * batch at a time. Returns how many it deleted.
+ */
+export async function pruneJobs(
+  store: Store,
+  retentionMs: number,
+  options: { batchSize?: number; onProgress?: (deleted: number) => void } = {},
+): Promise<number> {
+  const batchSize = options.batchSize ?? 5_000;
+  let deleted = 0;
+  for (;;) {
+    const { rowCount } = await store.db.query(sql(store.schema, PRUNE_JOBS), [retentionMs, batchSize]);
+    deleted += rowCount ?? 0;
+    options.onProgress?.(deleted);
+    if ((rowCount ?? 0) < batchSize) return deleted;
+  }
+}
