@@ -62,7 +62,7 @@ export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJ
     lease_ms: number;
     backoff_ms: number;
     lease_token: string;
-  }>(sql(store.schema, CLAIM_JOBS), [args.queue, args.limit, Math.floor(args.maxLeaseMs), args.runnerId]);
+  }>(sql(store.schema, CLAIM_JOBS), [args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId]);
   return rows.map((r) => ({
     id: r.id,
     name: r.name,

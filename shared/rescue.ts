@@ -62,7 +62,7 @@ with s as (
       run_at = case when j.attempts >= j.max_attempts then j.run_at
                     else now() + s.delay_ms * interval '1 millisecond' end,
       finished_at = case when j.attempts >= j.max_attempts then now() end,
-      last_error = 'lease expired: runner ' || coalesce(j.runner_id, 'unknown') || ' did not settle by '
+      last_error = 'runner ' || coalesce(j.runner_id, 'unknown') || ' did not settle by '
                    || to_char(j.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
       lease_token = null, lease_expires_at = null
   from s
@@ -127,7 +127,7 @@ export async function rescueExpiredLeases(store: Store, options: RescueOptions =
       [rows.map((r) => r.id), rows.map((r) => r.lease_token), delays],
     );
     for (const w of written) {
-      if (w.status === "dead") dead.push(w);
+      if (w.status === "dead") dead.push({ id: w.id, name: w.name, attempts: w.attempts });
       else result.rescued++;
     }
     if (rows.length < pageSize) break;

@@ -194,7 +194,10 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     if (running.size > 0) lastWorkAt = Date.now();
     // Nothing to claim, or every slot busy: wait for a slot, a follow-up job, or the poll.
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => { wake = null; resolve(); }, want > 0 ? pollMs : Math.max(pollMs, 1_000));
+      const idle = running.size === 0 && buffer.length === 0;
+      const untilIdle = idleMs - (Date.now() - lastWorkAt);
+      const waitMs = want <= 0 ? Math.max(pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdle, 0) + 1) : pollMs;
+      const timer = setTimeout(() => { wake = null; resolve(); }, waitMs);
       wake = () => { clearTimeout(timer); wake = null; resolve(); };
     });
   }

@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { claimJobs, type ClaimedJob } from "../shared/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { completeJobs, extendLease, failJobs, releaseJobs } from "../shared/settle.ts";
+import { createTestDb, drivers, type TestDb } from "./support/db.ts";
+import { noop } from "./support/jobs.ts";
+import { defineJob } from "../shared/job.ts";
+import { z } from "zod";
+
+const short = defineJob({ name: "short", schema: z.object({}), handler: () => {}, leaseMs: 150, backoffMs: 0 });
+
+describe.each(drivers)("claim and settle (%s driver)", (driver) => {
+  let t: TestDb;
+  let queueNo = 0;
+  /** Each test works in a queue of its own. */
+  const freshQueue = () => `q${queueNo++}`;
+  beforeAll(async () => {
+    t = await createTestDb(driver, 12);
+  });
+  afterAll(() => t.drop());
+
+  const row = async (id: string) =>
+    (await t.admin.query(`select *, lease_token::text as token from "${t.schema}".jobs where id = $1`, [id])).rows[0]!;
+  const attemptRows = async (id: string) =>
+    (await t.admin.query(`select * from "${t.schema}".job_attempts where job_id = $1 order by id`, [id])).rows;
+  const claimOne = async (queue: string, runnerId = "r1", maxLeaseMs = 60_000) =>
+    (await claimJobs(t, { queue, runnerId, limit: 1, maxLeaseMs }))[0];
+
+  it("8 concurrent claimers draining 10,000 jobs never claim one twice", async () => {
+    const queue = freshQueue();
+    await enqueueJobs(t, Array.from({ length: 10_000 }, (_, n) => job(noop, { n }, { queue })));
+    const claimed: string[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, c) => {
+        for (;;) {
+          const jobs = await claimJobs(t, { queue, runnerId: `claimer-${c}`, limit: 25, maxLeaseMs: 60_000 });
+          if (jobs.length === 0) return;
+          for (const j of jobs) claimed.push(j.id);
+        }
+      }),
+    );
+    expect(claimed).toHaveLength(10_000);
+    expect(new Set(claimed).size).toBe(10_000);
+    const { rows } = await t.admin.query<{ status: string; attempts: number; n: number }>(
+      `select status::text, attempts, count(*)::int as n from "${t.schema}".jobs where queue = $1 group by 1, 2`,
+      [queue],
+    );
+    expect(rows).toEqual([{ status: "running", attempts: 1, n: 10_000 }]);
+  });
+
+  it("counts the attempt in the claim itself, before any settle", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue });
+    const claimed = await claimOne(queue);
+    expect(claimed).toMatchObject({ id, attempts: 1 });
+    expect(await row(id)).toMatchObject({ status: "running", attempts: 1, runner_id: "r1" });
+    expect(await attemptRows(id)).toEqual([]);
+  });
+
+  it("never hands a held job to another claimer while its lease is valid", async () => {
+    const queue = freshQueue();
+    await enqueue(t, noop, { n: 1 }, { queue });
+    expect(await claimOne(queue, "first")).toBeDefined();
+    expect(await claimOne(queue, "second")).toBeUndefined();
+  });
+
+  it("never hands out a job whose lease would outlive the caller's time", async () => {
+    const queue = freshQueue();
+    await enqueue(t, noop, { n: 1 }, { queue }); // 30 s lease
+    expect(await claimOne(queue, "r", 29_999)).toBeUndefined();
+    expect(await claimOne(queue, "r", 30_000)).toBeDefined();
+  });
+
+  it("claims higher priority first, then earlier run_at", async () => {
+    const queue = freshQueue();
+    const low = await enqueue(t, noop, { n: 1 }, { queue, priority: 0 });
+    const high = await enqueue(t, noop, { n: 2 }, { queue, priority: 5 });
+    const jobs = await claimJobs(t, { queue, runnerId: "r", limit: 2, maxLeaseMs: 60_000 });
+    expect(jobs.map((j) => j.id)).toEqual([high.id, low.id]);
+  });
+
+  it("does not claim a job before its run_at", async () => {
+    const queue = freshQueue();
+    await enqueue(t, noop, { n: 1 }, { queue, delayMs: 60_000 });
+    expect(await claimOne(queue)).toBeUndefined();
+  });
+
+  it("completes with a fenced write and leaves the attempt row", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue });
+    const claimed = (await claimOne(queue, "runner-a"))!;
+    const done = await completeJobs(t, [{ id, leaseToken: claimed.leaseToken }]);
+    expect([...done]).toEqual([id]);
+    expect(await row(id)).toMatchObject({ status: "succeeded", attempts: 1, token: null });
+    const attempts = await attemptRows(id);
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]).toMatchObject({ attempt: 1, runner_id: "runner-a", outcome: "succeeded", error: null });
+    expect(attempts[0]!.ended_at.getTime()).toBeGreaterThanOrEqual(attempts[0]!.claimed_at.getTime());
+  });
+
+  it("refuses a settle with a token that is not the current one, changing nothing", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue });
+    const first = (await claimOne(queue))!;
+    const bogus = { id, leaseToken: "00000000-0000-4000-8000-000000000000" };
+    expect((await completeJobs(t, [bogus])).size).toBe(0);
+    expect((await failJobs(t, [{ ...bogus, outcome: "failed", error: "x", retryDelayMs: 0 }])).size).toBe(0);
+    expect((await releaseJobs(t, [bogus])).size).toBe(0);
+    expect(await extendLease(t, bogus, 60_000)).toBeNull();
+    expect(await row(id)).toMatchObject({ status: "running", token: first.leaseToken, attempts: 1 });
+    expect(await attemptRows(id)).toEqual([]);
+  });
+
+  it("issues a fresh lease token on every claim", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue });
+    const tokens = new Set<string>();
+    for (let i = 0; i < 3; i++) {
+      const c = (await claimOne(queue))!;
+      tokens.add(c.leaseToken);
+      await releaseJobs(t, [c]);
+    }
+    expect(tokens.size).toBe(3);
+    expect(await row(id)).toMatchObject({ status: "queued", attempts: 0 });
+  });
+
+  it("fails into a retry with backoff, then into dead on the last attempt", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue, maxAttempts: 2 });
+    const first = (await claimOne(queue))!;
+    const status1 = await failJobs(t, [{ ...first, outcome: "failed", error: "boom", retryDelayMs: 60_000 }]);
+    expect(status1.get(id)).toBe("queued");
+    const afterFirst = await row(id);
+    expect(afterFirst).toMatchObject({ status: "queued", attempts: 1, last_error: "boom" });
+    expect(afterFirst.run_at.getTime()).toBeGreaterThan(Date.now() + 50_000);
+    expect(await claimOne(queue)).toBeUndefined(); // backing off
+
+    await t.admin.query(`update "${t.schema}".jobs set run_at = now() where id = $1`, [id]);
+    const second = (await claimOne(queue))!;
+    const status2 = await failJobs(t, [{ ...second, outcome: "timeout", error: "too slow", retryDelayMs: 0 }]);
+    expect(status2.get(id)).toBe("dead");
+    expect(await row(id)).toMatchObject({ status: "dead", attempts: 2, last_error: "too slow" });
+    expect((await attemptRows(id)).map((a) => [a.attempt, a.outcome, a.error])).toEqual([
+      [1, "failed", "boom"],
+      [2, "timeout", "too slow"],
+    ]);
+  });
+
+  it("releases without charging the attempt, and records the release", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue });
+    const c = (await claimOne(queue, "leaving"))!;
+    expect([...(await releaseJobs(t, [c]))]).toEqual([id]);
+    expect(await row(id)).toMatchObject({ status: "queued", attempts: 0, token: null });
+    expect(await attemptRows(id)).toMatchObject([{ attempt: 1, outcome: "released", runner_id: "leaving" }]);
+  });
+
+  it("extends a valid lease, and refuses to revive an expired one", async () => {
+    const queue = freshQueue();
+    await enqueue(t, short, {}, { queue });
+    const c = (await claimOne(queue))!;
+    const extended = await extendLease(t, c, 60_000);
+    expect(extended!.getTime()).toBeGreaterThan(Date.now() + 50_000);
+    await t.admin.query(`update "${t.schema}".jobs set lease_expires_at = now() - interval '1 second' where id = $1`, [c.id]);
+    expect(await extendLease(t, c, 60_000)).toBeNull();
+  });
+
+  it("refuses a success that arrives after the lease expired", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, short, {}, { queue });
+    const c = (await claimOne(queue))!;
+    await new Promise((r) => setTimeout(r, 250));
+    expect((await completeJobs(t, [c])).size).toBe(0);
+    expect(await row(id)).toMatchObject({ status: "running" });
+  });
+
+  it("settles a batch in one call and reports exactly the ones it changed", async () => {
+    const queue = freshQueue();
+    await enqueueJobs(t, Array.from({ length: 50 }, (_, n) => job(noop, { n }, { queue })));
+    const jobs: ClaimedJob[] = await claimJobs(t, { queue, runnerId: "r", limit: 50, maxLeaseMs: 60_000 });
+    const stale = jobs.slice(0, 5).map((j) => ({ ...j, leaseToken: "00000000-0000-4000-8000-000000000000" }));
+    const done = await completeJobs(t, [...stale, ...jobs.slice(5, 30)]);
+    expect(done.size).toBe(25);
+    const failed = await failJobs(t, jobs.slice(30).map((j) => ({ ...j, outcome: "failed" as const, error: "e", retryDelayMs: 0 })));
+    expect(failed.size).toBe(20);
+    const { rows } = await t.admin.query(
+      `select status::text, count(*)::int as n from "${t.schema}".jobs where queue = $1 group by 1 order by 1`,
+      [queue],
+    );
+    expect(rows).toEqual([
+      { status: "queued", n: 20 },
+      { status: "running", n: 5 },
+      { status: "succeeded", n: 25 },
+    ]);
+  });
+});

@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { claimJobs } from "../shared/claim.ts";
+import type { Queryable } from "../shared/db.ts";
+import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { defineJob } from "../shared/job.ts";
+import { rescueExpiredLeases } from "../shared/rescue.ts";
+import { completeJobs, failJobs } from "../shared/settle.ts";
+import { createTestDb, drivers, type TestDb } from "./support/db.ts";
+
+const brief = defineJob({ name: "brief", schema: z.object({}), handler: () => {}, leaseMs: 100, backoffMs: 0 });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(drivers)("rescue (%s driver)", (driver) => {
+  let t: TestDb;
+  let queueNo = 0;
+  const freshQueue = () => `r${queueNo++}`;
+  beforeAll(async () => {
+    t = await createTestDb(driver);
+  });
+  afterAll(() => t.drop());
+
+  const row = async (id: string) => (await t.admin.query(`select * from "${t.schema}".jobs where id = $1`, [id])).rows[0]!;
+  const attemptRows = async (id: string) =>
+    (await t.admin.query(`select * from "${t.schema}".job_attempts where job_id = $1 order by id`, [id])).rows;
+  const claimAll = (queue: string, runnerId: string) => claimJobs(t, { queue, runnerId, limit: 1000, maxLeaseMs: 60_000 });
+
+  it("a job claimed 3 times whose runner never settles ends dead with 3 lease_expired attempts", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, brief, {}, { queue });
+    let starts = 0;
+    const outcomes = [];
+    for (let pass = 1; pass <= 5; pass++) {
+      const claimed = await claimAll(queue, `runner-${pass}`);
+      starts += claimed.length;
+      await sleep(130); // the runner dies: its lease runs out
+      outcomes.push(await rescueExpiredLeases(t));
+    }
+    expect(starts).toBe(3);
+    expect(outcomes.map((o) => [o.rescued, o.dead])).toEqual([[1, 0], [1, 0], [0, 1], [0, 0], [0, 0]]);
+    expect(outcomes[2]!.deadJobs).toEqual([
+      { id, name: "brief", attempts: 3, reasons: expect.arrayContaining([expect.stringMatching(/^lease_expired: /)]) },
+    ]);
+    expect(await row(id)).toMatchObject({ status: "dead", attempts: 3, lease_token: null });
+    const attempts = await attemptRows(id);
+    expect(attempts.map((a) => [a.attempt, a.outcome, a.runner_id])).toEqual([
+      [1, "lease_expired", "runner-1"],
+      [2, "lease_expired", "runner-2"],
+      [3, "lease_expired", "runner-3"],
+    ]);
+    for (const a of attempts) expect(a.ended_at.getTime()).toBeGreaterThan(a.claimed_at.getTime());
+  });
+
+  it("re-queues with backoff when attempts are left", async () => {
+    const slow = defineJob({ name: "slow-backoff", schema: z.object({}), handler: () => {}, leaseMs: 100, backoffMs: 60_000 });
+    const queue = freshQueue();
+    const { id } = await enqueue(t, slow, {}, { queue });
+    await claimAll(queue, "r");
+    await sleep(130);
+    const result = await rescueExpiredLeases(t, { random: () => 0 });
+    expect(result.rescued).toBeGreaterThanOrEqual(1);
+    const after = await row(id);
+    expect(after.status).toBe("queued");
+    // equal jitter with random() = 0: half of the 60 s base
+    expect(after.run_at.getTime()).toBeGreaterThan(Date.now() + 25_000);
+    expect(await claimAll(queue, "r")).toEqual([]);
+  });
+
+  it("leaves valid leases alone", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, defineJob({ name: "long", schema: z.object({}), handler: () => {} }), {}, { queue });
+    await claimAll(queue, "r");
+    await rescueExpiredLeases(t);
+    expect(await row(id)).toMatchObject({ status: "running" });
+    expect(await attemptRows(id)).toEqual([]);
+  });
+
+  it("a late settle after a rescue changes nothing", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, brief, {}, { queue });
+    const [claimed] = await claimAll(queue, "late");
+    await sleep(130);
+    await rescueExpiredLeases(t);
+    const before = await row(id);
+    expect((await completeJobs(t, [claimed!])).size).toBe(0);
+    expect((await failJobs(t, [{ ...claimed!, outcome: "failed", error: "late", retryDelayMs: 0 }])).size).toBe(0);
+    expect(await row(id)).toEqual(before);
+    expect((await attemptRows(id)).map((a) => a.outcome)).toEqual(["lease_expired"]);
+  });
+
+  it("a settle landing between the rescue's read and its write is never lost", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, brief, {}, { queue });
+    const [claimed] = await claimAll(queue, "racer");
+    await sleep(130);
+    // The real database, with the runner's settle slipped in right after the
+    // rescue has read the expired lease and before it writes.
+    let reads = 0;
+    const racing: Queryable = {
+      async query(text, values) {
+        const result = await t.db.query(text, values);
+        if (reads++ === 0) {
+          const settled = await failJobs(t, [{ ...claimed!, outcome: "timeout", error: "runner saw its timeout", retryDelayMs: 0 }]);
+          expect(settled.get(id)).toBe("queued");
+        }
+        return result as never;
+      },
+    };
+    const result = await rescueExpiredLeases({ db: racing, schema: t.schema });
+    expect(result).toMatchObject({ rescued: 0, dead: 0 });
+    expect((await attemptRows(id)).map((a) => [a.outcome, a.error])).toEqual([["timeout", "runner saw its timeout"]]);
+    expect(await row(id)).toMatchObject({ status: "queued", attempts: 1 });
+  });
+
+  it("racing rescues and settles record each attempt exactly once", async () => {
+    const queue = freshQueue();
+    await enqueueJobs(t, Array.from({ length: 300 }, () => job(brief, {}, { queue })));
+    const claimed = await claimAll(queue, "crowd");
+    await sleep(130);
+    const settles = Array.from({ length: 6 }, (_, i) =>
+      failJobs(t, claimed.filter((_, n) => n % 6 === i).map((c) => ({ ...c, outcome: "timeout" as const, error: "t", retryDelayMs: 0 }))),
+    );
+    const rescues = Array.from({ length: 3 }, () => rescueExpiredLeases(t, { pageSize: 40 }));
+    const [settled, rescued] = await Promise.all([Promise.all(settles), Promise.all(rescues)]);
+    const bySettle = settled.reduce((n, m) => n + m.size, 0);
+    const byRescue = rescued.reduce((n, r) => n + r.rescued + r.dead, 0);
+    expect(bySettle + byRescue).toBe(300);
+    const { rows } = await t.admin.query<{ n: number; jobs: number }>(
+      `select count(*)::int as n, count(distinct job_id)::int as jobs from "${t.schema}".job_attempts a
+       join "${t.schema}".jobs j on j.id = a.job_id where j.queue = $1`,
+      [queue],
+    );
+    expect(rows[0]).toEqual({ n: 300, jobs: 300 });
+  });
+
+  it("rescues a large backlog of expired leases in pages", async () => {
+    const queue = freshQueue();
+    await enqueueJobs(t, Array.from({ length: 1_200 }, () => job(brief, {}, { queue })));
+    await claimAll(queue, "pager");
+    await claimJobs(t, { queue, runnerId: "pager", limit: 1000, maxLeaseMs: 60_000 });
+    await sleep(130);
+    const result = await rescueExpiredLeases(t, { pageSize: 250 });
+    expect(result.rescued).toBeGreaterThanOrEqual(1_200);
+    const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".jobs where queue = $1 and status = 'running'`, [queue]);
+    expect(rows[0]!.n).toBe(0);
+  });
+});

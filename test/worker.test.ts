@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/job.ts";
+import { runWorker, type WorkerLog } from "../shared/worker.ts";
+import { createTestDb, drivers, type TestDb } from "./support/db.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(drivers)("the runner loop (%s driver)", (driver) => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb(driver, 6);
+  });
+  afterAll(() => t.drop());
+
+  const statuses = async (queue: string) =>
+    (
+      await t.admin.query<{ status: string; n: number }>(
+        `select status::text, count(*)::int as n from "${t.schema}".jobs where queue = $1 group by 1 order by 1`,
+        [queue],
+      )
+    ).rows;
+  const attemptsOf = async (queue: string) =>
+    (
+      await t.admin.query(
+        `select a.* from "${t.schema}".job_attempts a join "${t.schema}".jobs j on j.id = a.job_id where j.queue = $1 order by a.id`,
+        [queue],
+      )
+    ).rows;
+
+  it("runs every job exactly once, 20 at a time, and settles in batches", async () => {
+    const runs = new Map<number, number>();
+    let concurrent = 0;
+    let peak = 0;
+    const counted = defineJob({
+      name: "counted",
+      schema: z.object({ n: z.number() }),
+      queue: "drain",
+      handler: async ({ n }) => {
+        peak = Math.max(peak, ++concurrent);
+        runs.set(n, (runs.get(n) ?? 0) + 1);
+        await sleep(1);
+        concurrent--;
+      },
+    });
+    await enqueueJobs(t, Array.from({ length: 1_000 }, (_, n) => job(counted, { n })));
+    let queries = 0;
+    const store = { db: { query: (text: string, v?: unknown[]) => (queries++, t.db.query(text, v)) }, schema: t.schema };
+    const summary = await runWorker({ store, registry: createRegistry([counted]), queues: ["drain"], runnerId: "w1", slots: 20, idleMs: 100 });
+    expect(summary).toMatchObject({ claimed: 1_000, succeeded: 1_000, failed: 0, stale: 0 });
+    expect(runs.size).toBe(1_000);
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+    expect(peak).toBeLessThanOrEqual(20);
+    expect(peak).toBeGreaterThan(1);
+    expect(queries).toBeLessThan(500); // 1,000 jobs: batched claims and settles, not 2,000 round trips
+    expect(await statuses("drain")).toEqual([{ status: "succeeded", n: 1_000 }]);
+    const attempts = await attemptsOf("drain");
+    expect(attempts).toHaveLength(1_000);
+    expect(attempts.every((a) => a.outcome === "succeeded" && a.runner_id === "w1" && a.attempt === 1)).toBe(true);
+  });
+
+  it("records a thrown error as failed with message and stack, retries, then dead", async () => {
+    let starts = 0;
+    const failing = defineJob({
+      name: "failing",
+      schema: z.object({}),
+      queue: "fail",
+      backoffMs: 0,
+      handler: () => {
+        starts++;
+        throw new Error(`broken ${starts}`);
+      },
+    });
+    const { id } = await enqueue(t, failing, {});
+    const log: string[] = [];
+    const logger: WorkerLog = { info: (m) => log.push(m), warn: (m) => log.push(m), error: (m) => log.push(m) };
+    const summary = await runWorker({ store: t, registry: createRegistry([failing]), queues: ["fail"], runnerId: "w", slots: 2, idleMs: 300, pollMs: 20, log: logger });
+    expect(starts).toBe(3);
+    expect(summary).toMatchObject({ claimed: 3, failed: 3, succeeded: 0 });
+    const attempts = await attemptsOf("fail");
+    expect(attempts.map((a) => a.outcome)).toEqual(["failed", "failed", "failed"]);
+    expect(attempts[0]!.error).toMatch(/^Error: broken 1\n\s+at /);
+    const { rows } = await t.admin.query(`select status::text, last_error from "${t.schema}".jobs where id = $1`, [id]);
+    expect(rows[0]!.status).toBe("dead");
+    expect(log).toContain("job failed");
+  });
+
+  it("aborts a handler at its lease deadline and records timeout, never a late success", async () => {
+    let aborted = 0;
+    const stubborn = defineJob({
+      name: "stubborn",
+      schema: z.object({ ignoreSignal: z.boolean() }),
+      queue: "timeout",
+      leaseMs: 200,
+      backoffMs: 0,
+      maxAttempts: 2,
+      handler: async ({ ignoreSignal }, ctx) => {
+        ctx.signal.addEventListener("abort", () => aborted++);
+        // Runs past its lease; one of them does not even listen.
+        await sleep(ignoreSignal ? 400 : 10_000).then(() => undefined);
+      },
+    });
+    await enqueue(t, stubborn, { ignoreSignal: true });
+    const summary = await runWorker({ store: t, registry: createRegistry([stubborn]), queues: ["timeout"], runnerId: "w", slots: 2, idleMs: 600, pollMs: 20 });
+    await sleep(300); // let the ignored handler finish late
+    expect(aborted).toBe(2);
+    expect(summary).toMatchObject({ timedOut: 2, succeeded: 0 });
+    expect((await attemptsOf("timeout")).map((a) => a.outcome)).toEqual(["timeout", "timeout"]);
+    expect(await statuses("timeout")).toEqual([{ status: "dead", n: 1 }]);
+  });
+
+  it("picks up a follow-up job in the same runner without waiting for a poll", async () => {
+    const stamps: number[] = [];
+    const step: ReturnType<typeof defineJob<z.ZodObject<{ i: z.ZodNumber }>>> = defineJob({
+      name: "step",
+      schema: z.object({ i: z.number() }),
+      queue: "chain",
+      handler: async ({ i }, ctx) => {
+        stamps.push(Date.now());
+        if (i < 20) await ctx.enqueue(step, { i: i + 1 });
+      },
+    });
+    await enqueue(t, step, { i: 1 });
+    // A 5 s poll: only the wake-up can make the chain quick.
+    const summary = await runWorker({ store: t, registry: createRegistry([step]), queues: ["chain"], runnerId: "chain-runner", slots: 4, idleMs: 200, pollMs: 5_000 });
+    expect(summary.succeeded).toBe(20);
+    const hops = stamps.slice(1).map((s, i) => s - stamps[i]!);
+    expect(Math.max(...hops)).toBeLessThan(1_000);
+    const attempts = await attemptsOf("chain");
+    expect(new Set(attempts.map((a) => a.runner_id))).toEqual(new Set(["chain-runner"]));
+  });
+
+  it("claims nothing whose lease its remaining time cannot cover, and exits", async () => {
+    const long = defineJob({ name: "long-lease", schema: z.object({}), queue: "tight", leaseMs: 30_000, handler: () => {} });
+    await enqueue(t, long, {});
+    const deadline = Date.now() + 10_000;
+    const summary = await runWorker({
+      store: t, registry: createRegistry([long]), queues: ["tight"], runnerId: "w", slots: 1,
+      remainingMs: () => deadline - Date.now(), idleMs: 100, pollMs: 20,
+    });
+    expect(summary.claimed).toBe(0);
+    expect(await statuses("tight")).toEqual([{ status: "queued", n: 1 }]);
+  });
+
+  it("gives back claimed jobs it cannot start in time, without charging them", async () => {
+    const slow = defineJob({ name: "slow", schema: z.object({}), queue: "release", leaseMs: 1_000, handler: () => sleep(400) });
+    await enqueueJobs(t, Array.from({ length: 10 }, () => job(slow, {})));
+    const deadline = Date.now() + 1_500;
+    const summary = await runWorker({
+      store: t, registry: createRegistry([slow]), queues: ["release"], runnerId: "w", slots: 1, claimBatch: 10,
+      remainingMs: () => deadline - Date.now(), idleMs: 100, pollMs: 20,
+    });
+    expect(summary.succeeded).toBeGreaterThanOrEqual(1);
+    expect(summary.released).toBeGreaterThanOrEqual(1);
+    expect(summary.succeeded + summary.released).toBe(10);
+    const { rows } = await t.admin.query<{ status: string; attempts: number; n: number }>(
+      `select status::text, attempts, count(*)::int as n from "${t.schema}".jobs where queue = 'release' group by 1, 2 order by 1`,
+    );
+    expect(rows).toEqual([
+      { status: "queued", attempts: 0, n: summary.released },
+      { status: "succeeded", attempts: 1, n: summary.succeeded },
+    ]);
+    const released = (await attemptsOf("release")).filter((a) => a.outcome === "released");
+    expect(released).toHaveLength(summary.released);
+  });
+
+  it("exits after its idle period when there is nothing to claim", async () => {
+    const started = Date.now();
+    const summary = await runWorker({ store: t, registry: createRegistry([]), queues: ["empty"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 50 });
+    expect(summary.claimed).toBe(0);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(300);
+    expect(took).toBeLessThan(5_000);
+  });
+});
