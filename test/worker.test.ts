@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import type { Queryable } from "../shared/db.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
 import { runWorker, type WorkerLog } from "../shared/worker.ts";
@@ -23,7 +24,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     ).rows;
   const attemptsOf = async (queue: string) =>
     (
-      await t.admin.query(
+      await t.admin.query<any>(
         `select a.* from "${t.schema}".job_attempts a join "${t.schema}".jobs j on j.id = a.job_id where j.queue = $1 order by a.id`,
         [queue],
       )
@@ -46,7 +47,8 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     });
     await enqueueJobs(t, Array.from({ length: 1_000 }, (_, n) => job(counted, { n })));
     let queries = 0;
-    const store = { db: { query: (text: string, v?: unknown[]) => (queries++, t.db.query(text, v)) }, schema: t.schema };
+    const counting: Queryable = { query: (text, values) => (queries++, t.db.query(text, values)) };
+    const store = { db: counting, schema: t.schema };
     const summary = await runWorker({ store, registry: createRegistry([counted]), queues: ["drain"], runnerId: "w1", slots: 20, idleMs: 100 });
     expect(summary).toMatchObject({ claimed: 1_000, succeeded: 1_000, failed: 0, stale: 0 });
     expect(runs.size).toBe(1_000);

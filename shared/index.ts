@@ -1,0 +1,13 @@
+/** Leasehold's queue core: everything an app or a function needs. */
+export { defineJob, createRegistry } from "./job.ts";
+export type { JobType, JobContext, JobStatus, AttemptOutcome, EnqueueOptions, EnqueuedJob, Registry } from "./job.ts";
+export { enqueue, enqueueJobs, job, type JobSpec } from "./enqueue.ts";
+export { claimJobs, type ClaimedJob } from "./claim.ts";
+export { completeJobs, failJobs, releaseJobs, extendLease } from "./settle.ts";
+export { rescueExpiredLeases, type RescueResult, type DeadJob } from "./rescue.ts";
+export { cancelJob, retryJob, getJob, listJobs, type JobRecord, type AttemptRecord } from "./admin.ts";
+export { queueStats, countReady, pruneJobs, type QueueStats } from "./stats.ts";
+export { runWorker, type WorkerOptions, type WorkerSummary } from "./worker.ts";
+export { migrate } from "./migrate.ts";
+export { transaction, type Queryable, type Pool, type Store } from "./db.ts";
+export { ValidationError, UnknownJobTypeError } from "./errors.ts";

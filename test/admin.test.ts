@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cancelJob, getJob, listJobs, retryJob } from "../shared/admin.ts";
+import { claimJobs } from "../shared/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { completeJobs, failJobs } from "../shared/settle.ts";
+import { countReady, pruneJobs, queueStats } from "../shared/stats.ts";
+import { createTestDb, drivers, type TestDb } from "./support/db.ts";
+import { noop } from "./support/jobs.ts";
+
+describe.each(drivers)("operator actions and views (%s driver)", (driver) => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb(driver);
+  });
+  afterAll(() => t.drop());
+
+  const killOne = async (queue: string) => {
+    const { id } = await enqueue(t, noop, { n: 0 }, { queue, maxAttempts: 1 });
+    const [c] = await claimJobs(t, { queue, runnerId: "r", limit: 1, maxLeaseMs: 60_000 });
+    await failJobs(t, [{ ...c!, outcome: "failed", error: "kaput", retryDelayMs: 0 }]);
+    return id;
+  };
+
+  it("cancels a queued job, and nothing else", async () => {
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue: "cancel" });
+    expect(await cancelJob(t, id)).toMatchObject({ id, status: "cancelled" });
+    expect(await cancelJob(t, id)).toBeNull();
+    const other = await enqueue(t, noop, { n: 2 }, { queue: "cancel" });
+    await claimJobs(t, { queue: "cancel", runnerId: "r", limit: 1, maxLeaseMs: 60_000 });
+    expect(await cancelJob(t, other.id)).toBeNull();
+    expect((await getJob(t, other.id))!.status).toBe("running");
+    expect(await cancelJob(t, "999999999")).toBeNull();
+  });
+
+  it("retries a dead job with fresh attempts and keeps its history", async () => {
+    const id = await killOne("retry");
+    expect((await getJob(t, id))!.status).toBe("dead");
+    expect(await retryJob(t, id)).toMatchObject({ id, status: "queued", attempts: 0 });
+    expect(await retryJob(t, id)).toBeNull(); // no longer dead
+    const [again] = await claimJobs(t, { queue: "retry", runnerId: "r2", limit: 1, maxLeaseMs: 60_000 });
+    await completeJobs(t, [again!]);
+    const full = (await getJob(t, id))!;
+    expect(full.status).toBe("succeeded");
+    expect(full.attemptHistory.map((a) => [a.attempt, a.outcome, a.runnerId, a.error])).toEqual([
+      [1, "failed", "r", "kaput"],
+      [1, "succeeded", "r2", null],
+    ]);
+  });
+
+  it("returns null for a job that does not exist", async () => {
+    expect(await getJob(t, "123456789")).toBeNull();
+  });
+
+  it("lists by status and queue, newest first, a page at a time", async () => {
+    const dead = [await killOne("list"), await killOne("list"), await killOne("list")];
+    await enqueue(t, noop, { n: 1 }, { queue: "list" });
+    const first = await listJobs(t, { status: "dead", queue: "list", limit: 2 });
+    expect(first.jobs.map((j) => j.id)).toEqual([dead[2], dead[1]]);
+    expect(first.nextCursor).toBe(dead[1]);
+    const second = await listJobs(t, { status: "dead", queue: "list", limit: 2, cursor: first.nextCursor! });
+    expect(second.jobs.map((j) => j.id)).toEqual([dead[0]]);
+    expect(second.nextCursor).toBeNull();
+    expect((await listJobs(t, { queue: "list", name: "noop" })).jobs).toHaveLength(4);
+  });
+
+  it("counts ready, delayed, running and dead per queue, with the oldest ready age", async () => {
+    await killOne("stats");
+    await enqueueJobs(t, [
+      job(noop, { n: 1 }, { queue: "stats", runAt: new Date(Date.now() - 10_000) }),
+      job(noop, { n: 2 }, { queue: "stats" }),
+      job(noop, { n: 3 }, { queue: "stats", priority: 5 }),
+      job(noop, { n: 4 }, { queue: "stats", delayMs: 60_000 }),
+    ]);
+    const [claimed] = await claimJobs(t, { queue: "stats", runnerId: "r", limit: 1, maxLeaseMs: 60_000 });
+    expect(claimed!.payload).toEqual({ n: 3 });
+    const stats = (await queueStats(t)).find((s) => s.queue === "stats")!;
+    expect(stats).toMatchObject({ ready: 2, delayed: 1, running: 1, dead: 1 });
+    expect(stats.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(9);
+    expect(stats.oldestReadyAgeSeconds).toBeLessThan(60);
+    expect(await countReady(t, "stats", 1)).toBe(1);
+    expect(await countReady(t, "stats", 100)).toBe(2);
+  });
+
+  it("prunes finished jobs older than the retention, with their attempts", async () => {
+    const old = await killOne("prune");
+    const fresh = await killOne("prune");
+    const pending = await enqueue(t, noop, { n: 9 }, { queue: "prune" });
+    await t.admin.query(`update "${t.schema}".jobs set finished_at = now() - interval '8 days' where id = $1`, [old]);
+    const progress: number[] = [];
+    const deleted = await pruneJobs(t, 7 * 24 * 3600_000, { batchSize: 1, onProgress: (n) => progress.push(n) });
+    expect(deleted).toBe(1);
+    expect(progress.at(-1)).toBe(1);
+    expect(await getJob(t, old)).toBeNull();
+    expect(await getJob(t, fresh)).not.toBeNull();
+    expect(await getJob(t, pending.id)).not.toBeNull();
+    const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".job_attempts where job_id = $1`, [old]);
+    expect(rows[0]!.n).toBe(0);
+  });
+});

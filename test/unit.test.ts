@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { retryDelayMs } from "../shared/backoff.ts";
+import { MAX_BACKOFF_MS } from "../shared/config.ts";
+import { sql } from "../shared/db.ts";
+import { createRegistry, defineJob } from "../shared/job.ts";
+import { decideRescue } from "../shared/rescue.ts";
+
+describe("retry backoff", () => {
+  it("doubles per attempt between half and all of the exponential delay", () => {
+    expect(retryDelayMs(1, 1_000, () => 0)).toBe(500);
+    expect(retryDelayMs(1, 1_000, () => 1)).toBe(1_000);
+    expect(retryDelayMs(3, 1_000, () => 0)).toBe(2_000);
+    expect(retryDelayMs(3, 1_000, () => 1)).toBe(4_000);
+  });
+  it("is capped", () => {
+    expect(retryDelayMs(60, 1_000, () => 1)).toBe(MAX_BACKOFF_MS);
+  });
+});
+
+describe("rescue decisions", () => {
+  const lease = { id: "1", name: "x", backoffMs: 100, leaseToken: "t", runnerId: "r" };
+  it("retries while attempts are left, with backoff", () => {
+    expect(decideRescue({ ...lease, attempts: 2, maxAttempts: 3 }, () => 1)).toEqual({ action: "retry", delayMs: 200 });
+  });
+  it("marks dead when the last attempt expired", () => {
+    expect(decideRescue({ ...lease, attempts: 3, maxAttempts: 3 })).toEqual({ action: "dead" });
+  });
+});
+
+describe("schema names in SQL", () => {
+  it("replaces only the schema prefix", () => {
+    expect(sql("tenant_a", "select * from leasehold.jobs where name = 'leasehold'")).toBe(
+      `select * from "tenant_a".jobs where name = 'leasehold'`,
+    );
+  });
+  it("rejects anything but a plain identifier", () => {
+    expect(() => sql('a"b', "select 1")).toThrow(/invalid schema name/);
+    expect(() => sql("A", "select 1")).toThrow(/invalid schema name/);
+  });
+});
+
+describe("job definitions", () => {
+  it("fills defaults and rejects a bad name", () => {
+    const j = defineJob({ name: "a.b", schema: z.object({}), handler: () => {} });
+    expect(j).toMatchObject({ queue: "default", maxAttempts: 3, leaseMs: 30_000, priority: 0 });
+    expect(() => defineJob({ name: "has space", schema: z.object({}), handler: () => {} })).toThrow(/invalid job name/);
+  });
+  it("refuses two types with one name", () => {
+    const j = defineJob({ name: "dup", schema: z.object({}), handler: () => {} });
+    expect(() => createRegistry([j, j])).toThrow(/defined twice/);
+  });
+});
