@@ -23,7 +23,10 @@
  *   JobsFailed, JobsTimedOut (published by the runner).
  * A publisher that adds another dimension (e.g. a job name) to one of these
  * metrics creates a *different* metric that no alarm watches; publish such
- * detail in a separate metric set or in the log line instead.
+ * detail in a separate metric set or in the log line instead. With
+ * Powertools, `addDimension` applies to every metric of the next flush, so
+ * publish per-queue metrics through `metrics.singleMetric()` (or a separate
+ * flush) to keep `queue` off DeadJobs/RescuedJobs/StaleSettles.
  */
 
 export const METRICS_NAMESPACE = "Leasehold";

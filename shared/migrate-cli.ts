@@ -1,5 +1,5 @@
 import { DEFAULT_SCHEMA } from "./config.ts";
-import { createPgPool } from "./drivers.ts";
+import { createPgPool } from "./drivers/pg.ts";
 import { migrate } from "./migrate.ts";
 
 /** `npm run migrate`: applies pending migrations to DATABASE_URL. */

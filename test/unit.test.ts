@@ -51,3 +51,34 @@ describe("job definitions", () => {
     expect(() => createRegistry([j, j])).toThrow(/defined twice/);
   });
 });
+
+import { createWaker } from "../shared/wake.ts";
+
+describe("the enqueue waker", () => {
+  it("coalesces a burst of wake-ups into at most two sends", async () => {
+    let sends = 0;
+    const waker = createWaker(async () => {
+      sends++;
+      await new Promise((r) => setTimeout(r, 20));
+    }, { minIntervalMs: 10 });
+    for (let i = 0; i < 100; i++) waker.wake();
+    await waker.settled();
+    expect(sends).toBe(2);
+    waker.wake();
+    await waker.settled();
+    expect(sends).toBe(3);
+  });
+  it("reports a failed send and keeps working", async () => {
+    const errors: unknown[] = [];
+    let calls = 0;
+    const waker = createWaker(async () => {
+      if (calls++ === 0) throw new Error("throttled");
+    }, { minIntervalMs: 0, onError: (e) => errors.push(e) });
+    waker.wake();
+    await waker.settled();
+    waker.wake();
+    await waker.settled();
+    expect(calls).toBe(2);
+    expect(errors).toHaveLength(1);
+  });
+});

@@ -1,11 +1,5 @@
-import pg from "pg";
 import { Pool as NeonPool, neonConfig } from "@neondatabase/serverless";
-import type { Pool } from "./db.ts";
-
-/** node-postgres over TCP: local development, tests, long-lived workers. */
-export function createPgPool(connectionString: string, max = 10): Pool {
-  return new pg.Pool({ connectionString, max }) as unknown as Pool;
-}
+import type { Pool } from "../db.ts";
 
 export interface NeonOptions {
   max?: number;
@@ -19,8 +13,9 @@ export interface NeonOptions {
 }
 
 /**
- * Neon's serverless driver over WebSocket: Lambda and edge runtimes. A Lambda
- * must connect, use and close it within one invocation.
+ * Neon's serverless driver over WebSocket: Lambda and edge runtimes. Imports
+ * no Node built-ins. A Lambda must connect, use and close it within one
+ * invocation.
  */
 export function createNeonPool(connectionString: string, options: NeonOptions = {}): Pool {
   if (options.webSocketConstructor) {
