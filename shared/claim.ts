@@ -3,6 +3,7 @@ import { sql, type Store } from "./db.ts";
 /** A job as a runner holds it: enough to run it and to settle it. */
 export interface ClaimedJob {
   id: string;
+  queue: string;
   name: string;
   payload: unknown;
   /** This attempt's number, 1-based; already counted. */
@@ -42,7 +43,7 @@ set status = 'running',
     started_at = now()
 from picked
 where j.id = picked.id
-returning j.id::text, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms, j.lease_token::text`;
+returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms, j.lease_token::text`;
 
 /**
  * Claims up to `limit` ready jobs of one queue in one statement: each gets its
@@ -55,6 +56,7 @@ export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJ
   if (args.limit <= 0 || args.maxLeaseMs <= 0) return [];
   const { rows } = await store.db.query<{
     id: string;
+    queue: string;
     name: string;
     payload: unknown;
     attempts: number;
@@ -65,6 +67,7 @@ export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJ
   }>(sql(store.schema, CLAIM_JOBS), [args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId]);
   return rows.map((r) => ({
     id: r.id,
+    queue: r.queue,
     name: r.name,
     payload: r.payload,
     attempts: r.attempts,

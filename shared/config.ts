@@ -42,11 +42,12 @@ export const configSchema = z
     /** Database connections all runners together may hold. */
     connectionBudget: z.number().int().min(1).default(40),
     /** Each runner invocation holds this many connections. */
-    connectionsPerRunner: z.number().int().min(1).default(2),
+    connectionsPerRunner: z.number().int().min(1).default(3),
     scheduler: z
       .object({
         schedule: z.string().default("rate(1 minute)"),
-        timeoutSeconds: z.number().int().min(10).max(900).default(70),
+        // Equal to the cron period: one scheduler at a time, polling all along.
+        timeoutSeconds: z.number().int().min(10).max(900).default(60),
         memoryMb: z.number().int().min(128).default(256),
         /** How often it looks at demand within one invocation. */
         pollMs: z.number().int().min(100).default(1_000),
@@ -95,12 +96,19 @@ export function defineConfig(input: z.input<typeof configSchema> = {}): Config {
 }
 
 /** The deployment's configuration: edit here, and infra and local dev follow. */
-export const config: Config = defineConfig({
+export const defaultConfig: Config = defineConfig({
   runners: {
     runner: { queues: [DEFAULT_QUEUE], slots: 20, memoryMb: 1024, timeoutSeconds: 300, maxLeaseMs: 60_000 },
     "runner-cpu": { queues: ["cpu"], slots: 1, memoryMb: 1769, timeoutSeconds: 300, maxLeaseMs: 60_000, maxConcurrency: 4 },
   },
 });
+
+/**
+ * The configuration in force: `defaultConfig`, unless the local runtime hands
+ * its functions another one (as JSON in LEASEHOLD_CONFIG, e.g. in tests).
+ */
+const override = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.LEASEHOLD_CONFIG;
+export const config: Config = override ? defineConfig(JSON.parse(override)) : defaultConfig;
 
 /** Lambda functions as infra and the local runtime see them. */
 export interface FunctionSpec {
@@ -126,5 +134,6 @@ export function functionSpecs(cfg: Config = config): FunctionSpec[] {
     { name: "scheduler", handler: "functions/scheduler.handler", ...cfg.scheduler },
     { name: "rescuer", handler: "functions/rescuer.handler", ...cfg.rescuer },
     { name: "api", handler: "functions/api.handler", ...cfg.api },
+    { name: "migrate", handler: "functions/migrate.handler", timeoutSeconds: 300, memoryMb: 512 },
   ];
 }

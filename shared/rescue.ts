@@ -73,6 +73,10 @@ with s as (
 ), recorded as (
   insert into leasehold.job_attempts (job_id, attempt, runner_id, claimed_at, ended_at, outcome, error)
   select id, attempts, runner_id, started_at, now(), 'lease_expired', last_error from done
+), gone as (
+  -- A runner that let a lease expire is dead or stuck: it no longer counts
+  -- as supply for the scheduler.
+  delete from leasehold.runners where request_id in (select runner_id from done)
 )
 select id::text, name, attempts, status::text from done`;
 

@@ -77,14 +77,15 @@ delete from leasehold.jobs j using old where j.id = old.id`;
 export async function pruneJobs(
   store: Store,
   retentionMs: number,
-  options: { batchSize?: number; onProgress?: (deleted: number) => void } = {},
+  options: { batchSize?: number; maxBatches?: number; onProgress?: (deleted: number) => void } = {},
 ): Promise<number> {
   const batchSize = options.batchSize ?? 5_000;
   let deleted = 0;
-  for (;;) {
+  for (let batch = 0; batch < (options.maxBatches ?? Number.POSITIVE_INFINITY); batch++) {
     const { rowCount } = await store.db.query(sql(store.schema, PRUNE_JOBS), [retentionMs, batchSize]);
     deleted += rowCount ?? 0;
     options.onProgress?.(deleted);
-    if ((rowCount ?? 0) < batchSize) return deleted;
+    if ((rowCount ?? 0) < batchSize) break;
   }
+  return deleted;
 }

@@ -40,7 +40,20 @@ export interface WorkerOptions {
   pollMs?: number;
   log?: WorkerLog;
   /** Called for every settled attempt, e.g. to publish metrics. */
-  onSettled?: (event: { jobId: string; name: string; attempt: number; outcome: SettleOutcome; accepted: boolean; durationMs: number }) => void;
+  onSettled?: (event: SettledEvent) => void;
+}
+
+export interface SettledEvent {
+  jobId: string;
+  queue: string;
+  name: string;
+  attempt: number;
+  outcome: SettleOutcome;
+  /** False when fencing refused it: the lease had been lost. */
+  accepted: boolean;
+  /** The job's status after an accepted failure or timeout. */
+  status?: "queued" | "dead";
+  durationMs: number;
 }
 
 export interface WorkerSummary {
@@ -67,7 +80,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
 
   const buffer: { job: ClaimedJob; deadline: number }[] = [];
   const running = new Set<Promise<void>>();
-  const started = new Map<string, { name: string; attempt: number; at: number }>();
+  const started = new Map<string, { queue: string; name: string; attempt: number; at: number }>();
   let wake: (() => void) | null = null;
   let wakeRequested = false;
   let queueTurn = 0;
@@ -93,7 +106,10 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         summary.released++;
       }
       if (accepted && outcome !== "succeeded") log.info(`job ${outcome}`, { ...fields, status });
-      options.onSettled?.({ jobId: lease.id, name: info?.name ?? "", attempt: info?.attempt ?? 0, outcome, accepted, durationMs });
+      options.onSettled?.({
+        jobId: lease.id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0,
+        outcome, accepted, status, durationMs,
+      });
     },
     (err) => log.error("settle failed; the rescuer will record these attempts", { error: String(err) }),
   );
@@ -111,7 +127,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
 
   const run = async (job: ClaimedJob, deadline: number) => {
     const lease = { id: job.id, leaseToken: job.leaseToken };
-    started.set(job.id, { name: job.name, attempt: job.attempts, at: Date.now() });
+    started.set(job.id, { queue: job.queue, name: job.name, attempt: job.attempts, at: Date.now() });
     const type = registry.get(job.name);
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
@@ -155,7 +171,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
           const renewed =
             job.leaseMs <= remainingMs() - marginMs ? await extendLease(store, job, job.leaseMs).catch(() => null) : null;
           if (!renewed) {
-            started.set(job.id, { name: job.name, attempt: job.attempts, at: Date.now() });
+            started.set(job.id, { queue: job.queue, name: job.name, attempt: job.attempts, at: Date.now() });
             settler.release(job);
             return;
           }
@@ -205,7 +221,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   // Out of time or idle: give back what never started, let running jobs finish
   // (each is bounded by its lease), write every outcome.
   for (const { job } of buffer.splice(0)) {
-    started.set(job.id, { name: job.name, attempt: job.attempts, at: Date.now() });
+    started.set(job.id, { queue: job.queue, name: job.name, attempt: job.attempts, at: Date.now() });
     settler.release(job);
   }
   while (running.size > 0) await Promise.race(running);

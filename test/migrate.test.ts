@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { createPgPool } from "../shared/drivers.ts";
+import { createPgPool } from "../shared/drivers/pg.ts";
 import { loadMigrations, migrate } from "../shared/migrate.ts";
 import { databaseUrl } from "./support/db.ts";
 
@@ -31,7 +31,7 @@ describe("the migrator", () => {
       "select table_name from information_schema.tables where table_schema = $1 order by 1",
       [schema],
     );
-    expect(rows.map((r) => r.table_name)).toEqual(["job_attempts", "jobs", "migrations"]);
+    expect(rows.map((r) => r.table_name)).toEqual(["job_attempts", "jobs", "migrations", "runners"]);
   });
 
   it("rolls back a failing migration whole and records nothing", async () => {

@@ -82,3 +82,26 @@ describe("the enqueue waker", () => {
     expect(errors).toHaveLength(1);
   });
 });
+
+import { runnersToStart } from "../shared/fleet.ts";
+
+describe("the scheduler's fan-out", () => {
+  const base = { slots: 20, maxConcurrency: 10, budget: 100 };
+  it("starts nothing for an empty queue", () => {
+    expect(runnersToStart({ ...base, ready: 0, live: 0 })).toBe(0);
+  });
+  it("starts one runner per slots' worth of ready jobs", () => {
+    expect(runnersToStart({ ...base, ready: 1, live: 0 })).toBe(1);
+    expect(runnersToStart({ ...base, ready: 41, live: 0 })).toBe(3);
+  });
+  it("spawns nothing for work live runners are already draining", () => {
+    expect(runnersToStart({ ...base, ready: 40, live: 2 })).toBe(0);
+    expect(runnersToStart({ ...base, ready: 45, live: 2 })).toBe(1);
+  });
+  it("never exceeds the maximum concurrency or the connection budget", () => {
+    expect(runnersToStart({ ...base, ready: 10_000, live: 0 })).toBe(10);
+    expect(runnersToStart({ ...base, ready: 10_000, live: 7 })).toBe(3);
+    expect(runnersToStart({ ...base, ready: 10_000, live: 12 })).toBe(0);
+    expect(runnersToStart({ ...base, ready: 10_000, live: 0, budget: 4 })).toBe(4);
+  });
+});

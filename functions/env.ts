@@ -1,0 +1,43 @@
+import { Resource } from "sst";
+import WebSocket from "ws";
+import { DEFAULT_SCHEMA } from "../shared/config.ts";
+import type { Pool } from "../shared/db.ts";
+import { createNeonPool } from "../shared/drivers/neon.ts";
+
+/**
+ * What every function needs from its environment. Deployed, secrets come
+ * through SST's `Resource` (linked in infra/); locally and in tests, from
+ * environment variables set by the local Lambda runtime.
+ */
+
+/** A linked SST secret's value, or undefined when SST links are not active. */
+function linked(name: "DatabaseUrl" | "ApiToken"): string | undefined {
+  try {
+    return (Resource as unknown as Record<string, { value: string }>)[name]?.value;
+  } catch {
+    return undefined;
+  }
+}
+
+export function databaseUrl(): string {
+  const url = linked("DatabaseUrl") ?? process.env.DATABASE_URL;
+  if (!url) throw new Error("no database URL: link the DatabaseUrl secret or set DATABASE_URL");
+  return url;
+}
+
+export function schema(): string {
+  return process.env.LEASEHOLD_SCHEMA ?? DEFAULT_SCHEMA;
+}
+
+/**
+ * A Neon pool for this invocation only: a Lambda must open, use and close it
+ * within one invocation. `LEASEHOLD_WS_PROXY` routes it through a local
+ * WebSocket relay to a plain Postgres.
+ */
+export function openPool(max: number): Pool {
+  return createNeonPool(databaseUrl(), {
+    max,
+    wsProxy: process.env.LEASEHOLD_WS_PROXY,
+    webSocketConstructor: globalThis.WebSocket ? undefined : WebSocket,
+  });
+}

@@ -1,0 +1,92 @@
+import type { Context } from "aws-lambda";
+import { z } from "zod";
+import { config, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { startRunner, stopRunner } from "../shared/fleet.ts";
+import { Metric, type MetricName } from "../shared/metrics-names.ts";
+import { runWorker, type WorkerSummary } from "../shared/worker.ts";
+import { registry as bundledRegistry } from "../jobs/index.ts";
+import type { Registry } from "../shared/job.ts";
+import { openPool, schema } from "./env.ts";
+import { logger, MetricUnit, publishPerQueue, serviceMetrics, workerLog, type Unit } from "./observability.ts";
+
+/**
+ * The runner: invoked asynchronously by the scheduler, it claims jobs of its
+ * queues into a fixed number of slots, runs them under their leases, settles
+ * in batches, and exits when the queue is drained (after a short idle) or
+ * when its remaining time could not cover another lease. Its database pool
+ * lives and dies within the invocation.
+ */
+const eventSchema = z.object({
+  /** Reservation id the scheduler recorded for this invocation. */
+  invocationId: z.string().min(1).max(100).optional(),
+  /** Overrides the runner's configured queues. */
+  queues: z.array(z.string().min(1).max(128)).min(1).optional(),
+});
+
+/**
+ * The job types this runner serves: the app's (jobs/index.ts), or, in local
+ * development and tests, the module named by LEASEHOLD_JOBS.
+ */
+let registry: Registry = bundledRegistry;
+if (process.env.LEASEHOLD_JOBS) {
+  registry = ((await import(process.env.LEASEHOLD_JOBS)) as { registry: Registry }).registry;
+}
+
+/** Connections one runner holds: claims, settles, and handlers' follow-ups. */
+const POOL_SIZE = config.connectionsPerRunner;
+
+export async function handler(event: unknown, context: Context): Promise<WorkerSummary> {
+  const name = process.env.LEASEHOLD_RUNNER ?? "runner";
+  const runnerConfig = config.runners[name];
+  if (!runnerConfig) throw new Error(`no runner named ${name} in shared/config.ts`);
+  const parsed = eventSchema.safeParse(event ?? {});
+  if (!parsed.success) throw new Error(`bad runner event: ${z.prettifyError(parsed.error)}`);
+  const queues = parsed.data.queues ?? runnerConfig.queues;
+  const runnerId = context.awsRequestId;
+  const invocationId = parsed.data.invocationId ?? runnerId;
+  logger.addContext(context);
+  logger.appendKeys({ runnerId, runner: name });
+
+  const counts = new Map<string, Record<"succeeded" | "failed" | "timeout", number>>();
+  let stale = 0;
+  const pool = openPool(POOL_SIZE);
+  const store = { db: pool, schema: schema() };
+  try {
+    await startRunner(store, { id: invocationId, runner: name, requestId: runnerId, lifetimeMs: context.getRemainingTimeInMillis() });
+    const summary = await runWorker({
+      store, registry, queues, runnerId,
+      slots: runnerConfig.slots,
+      remainingMs: () => context.getRemainingTimeInMillis(),
+      marginMs: RUNNER_MARGIN_MS,
+      idleMs: runnerConfig.idleMs,
+      log: workerLog,
+      onSettled: (e) => {
+        if (!e.accepted) return void stale++;
+        if (e.outcome === "released") return;
+        const c = counts.get(e.queue) ?? { succeeded: 0, failed: 0, timeout: 0 };
+        c[e.outcome]++;
+        counts.set(e.queue, c);
+        if (e.outcome === "succeeded") {
+          logger.info("job succeeded", { jobId: e.jobId, name: e.name, attempt: e.attempt, outcome: e.outcome, durationMs: e.durationMs });
+        }
+      },
+    });
+    logger.info("runner done", { ...summary });
+    return summary;
+  } finally {
+    await stopRunner(store, invocationId).catch((err) => logger.warn("could not deregister runner", { error: String(err) }));
+    await pool.end();
+    const perQueue = new Map<string, [MetricName, Unit, number][]>();
+    for (const [queue, c] of counts) {
+      perQueue.set(queue, [
+        [Metric.JobsSucceeded, MetricUnit.Count, c.succeeded],
+        [Metric.JobsFailed, MetricUnit.Count, c.failed],
+        [Metric.JobsTimedOut, MetricUnit.Count, c.timeout],
+      ]);
+    }
+    publishPerQueue(perQueue);
+    const service = serviceMetrics();
+    service.addMetric(Metric.StaleSettles, MetricUnit.Count, stale);
+    service.publishStoredMetrics();
+  }
+}

@@ -1,0 +1,95 @@
+import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import type { Context } from "aws-lambda";
+import { randomUUID } from "node:crypto";
+import { config } from "../shared/config.ts";
+import { reserveRunners, runnersToStart, stopRunner } from "../shared/fleet.ts";
+import { countReady } from "../shared/stats.ts";
+import { openPool, schema } from "./env.ts";
+import { logger } from "./observability.ts";
+
+/**
+ * The scheduler: triggered every minute by EventBridge, it keeps the queue
+ * responsive within that minute by looking at demand (ready jobs per runner,
+ * runners already live) every `pollMs` until its time is nearly up, and fans
+ * out runner invocations (`InvocationType: "Event"`) for the demand live
+ * runners will not absorb, within each runner's maximum concurrency and the
+ * database connection budget. An enqueue can wake it (`{ source:
+ * "leasehold.wake" }`): it then makes one pass and returns.
+ */
+
+/** Time kept back at the end of an invocation. */
+const SCHEDULER_MARGIN_MS = 3_000;
+
+const lambda = new LambdaClient({});
+
+/** Deployed function name of each runner (infra sets the map; locally the config name is the function name). */
+function runnerFunction(name: string): string {
+  const names = JSON.parse(process.env.LEASEHOLD_RUNNER_FUNCTIONS ?? "{}") as Record<string, string>;
+  return names[name] ?? name;
+}
+
+/** One look at demand and the fan-out it needs. Returns the invocations made. */
+async function schedulePass(pool: ReturnType<typeof openPool>, schemaName: string): Promise<number> {
+  const store = { db: pool, schema: schemaName };
+  const runners = Object.entries(config.runners);
+  const ready = new Map<string, number>();
+  for (const [name, r] of runners) {
+    const cap = r.slots * r.maxConcurrency + 1;
+    let n = 0;
+    for (const queue of r.queues) n += await countReady(store, queue, cap);
+    ready.set(name, n);
+  }
+  if ([...ready.values()].every((n) => n === 0)) return 0;
+
+  const decided = await reserveRunners(pool, schemaName, (live) => {
+    let budget = Math.floor(config.connectionBudget / config.connectionsPerRunner) - [...live.values()].reduce((a, b) => a + b, 0);
+    const plan = new Map<string, string[]>();
+    for (const [name, r] of runners) {
+      const n = runnersToStart({ ready: ready.get(name) ?? 0, live: live.get(name) ?? 0, slots: r.slots, maxConcurrency: r.maxConcurrency, budget });
+      budget -= n;
+      plan.set(name, Array.from({ length: n }, () => randomUUID()));
+    }
+    return plan;
+  });
+
+  const invocations = [...decided].flatMap(([name, ids]) => ids.map((id) => ({ name, id })));
+  await Promise.all(
+    invocations.map(async ({ name, id }) => {
+      try {
+        await lambda.send(new InvokeCommand({
+          FunctionName: runnerFunction(name),
+          InvocationType: "Event",
+          Payload: JSON.stringify({ invocationId: id }),
+        }));
+      } catch (err) {
+        logger.error("runner invoke failed", { runner: name, error: String(err) });
+        await stopRunner(store, id).catch(() => {});
+      }
+    }),
+  );
+  if (invocations.length > 0) {
+    logger.info("runners invoked", { ready: Object.fromEntries(ready), invoked: Object.fromEntries([...decided].map(([n, ids]) => [n, ids.length])) });
+  }
+  return invocations.length;
+}
+
+export async function handler(event: unknown, context: Context): Promise<{ passes: number; invoked: number }> {
+  logger.addContext(context);
+  const wake = (event as { source?: unknown } | null)?.source === "leasehold.wake";
+  const pollMs = config.scheduler.pollMs;
+  const pool = openPool(2);
+  let passes = 0;
+  let invoked = 0;
+  try {
+    for (;;) {
+      const started = Date.now();
+      invoked += await schedulePass(pool, schema());
+      passes++;
+      if (wake || context.getRemainingTimeInMillis() < pollMs + SCHEDULER_MARGIN_MS) break;
+      await new Promise((r) => setTimeout(r, Math.max(0, pollMs - (Date.now() - started))));
+    }
+  } finally {
+    await pool.end();
+  }
+  return { passes, invoked };
+}

@@ -1,0 +1,77 @@
+import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
+import { defineConfig, functionSpecs, type Config } from "../../shared/config.ts";
+import type { z } from "zod";
+import { configSchema } from "../../shared/config.ts";
+import { startLambdaRuntime, type LambdaRuntime } from "../../dev/lambda/runtime.ts";
+import { createTestDb, databaseUrl, type TestDb } from "./db.ts";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface Stack {
+  t: TestDb;
+  config: Config;
+  runtime: LambdaRuntime;
+  lambda: LambdaClient;
+  /** Every line the functions printed, with the function's name. */
+  logs: { fn: string; requestId: string | null; line: string }[];
+  /** RequestResponse invoke; returns the parsed result, throws on a function error. */
+  invoke<T = unknown>(name: string, payload?: unknown): Promise<T>;
+  close(): Promise<void>;
+}
+
+/**
+ * The functions running for real: the local Lambda runtime hosting the
+ * runner(s), scheduler and rescuer as child processes, on a fresh schema,
+ * reaching Postgres through the real Neon driver and the WebSocket relay.
+ */
+export async function startStack(input: z.input<typeof configSchema>, options: { jobs?: string } = {}): Promise<Stack> {
+  const config = defineConfig(input);
+  const t = await createTestDb("pg");
+  const logs: Stack["logs"] = [];
+  const runtime = await startLambdaRuntime({
+    functions: functionSpecs(config).filter((f) => f.name !== "api" && f.name !== "migrate"),
+    rootDir: root,
+    env: {
+      DATABASE_URL: databaseUrl(),
+      LEASEHOLD_SCHEMA: t.schema,
+      LEASEHOLD_WS_PROXY: inject("wsRelay"),
+      LEASEHOLD_CONFIG: JSON.stringify(input),
+      LEASEHOLD_JOBS: options.jobs ?? fileURLToPath(new URL("../fixtures/e2e-jobs.ts", import.meta.url)),
+      POWERTOOLS_LOG_LEVEL: "WARN",
+    },
+    onLog: (fn, requestId, line) => void logs.push({ fn, requestId, line }),
+  });
+  const lambda = new LambdaClient({
+    endpoint: runtime.url,
+    region: "us-east-1",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    maxAttempts: 1,
+  });
+  return {
+    t, config, runtime, lambda, logs,
+    async invoke<T>(name: string, payload: unknown = {}) {
+      const out = await lambda.send(new InvokeCommand({ FunctionName: name, Payload: JSON.stringify(payload) }));
+      const body = out.Payload ? new TextDecoder().decode(out.Payload) : "null";
+      if (out.FunctionError) throw new Error(`${name} failed: ${body}`);
+      return JSON.parse(body) as T;
+    },
+    async close() {
+      lambda.destroy();
+      await runtime.close();
+      await t.drop();
+    },
+  };
+}
+
+/** Waits until `check` returns a truthy value, polling. */
+export async function until<T>(check: () => Promise<T>, timeoutMs: number, what: string): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
