@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { blocker, hog, quick, stubborn } from "./fixtures/e2e-jobs.ts";
 import { startStack, until, type Stack } from "./support/stack.ts";
+import { alarmSpecs } from "../infra/alarm-specs.ts";
 
 const WAKE = { source: "leasehold.wake" };
 
@@ -89,6 +90,22 @@ describe("the functions, run for real by the local Lambda runtime", () => {
        where j.group_key = 'beside-hog' and a.outcome = 'succeeded'`);
     expect(rows[0]!.n).toBe(200); // each succeeded exactly once
   }, 120_000);
+
+  it("the rescuer's EMF output is exactly what the alarms watch: namespace, metric and dimensions", () => {
+    const docs = s.logs
+      .filter((l) => l.fn === "rescuer" && l.line.includes('"_aws"'))
+      .map((l) => JSON.parse(l.line) as { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] } } & Record<string, unknown>);
+    for (const name of ["DeadJobs", "OldestReadyAgeSeconds"]) {
+      const alarm = alarmSpecs(s.config).find((a) => a.metricName === name)!;
+      const doc = docs.find((d) => d._aws.CloudWatchMetrics[0]!.Metrics.some((m) => m.Name === name) &&
+        Object.entries(alarm.dimensions).every(([k, v]) => d[k] === v))!;
+      expect(doc, `an EMF line with ${name}`).toBeDefined();
+      const directive = doc._aws.CloudWatchMetrics[0]!;
+      expect(directive.Namespace).toBe(alarm.namespace);
+      expect(directive.Dimensions).toEqual([Object.keys(alarm.dimensions)]);
+      for (const [k, v] of Object.entries(alarm.dimensions)) expect(doc[k]).toBe(v);
+    }
+  });
 
   it("a handler that ignores its AbortSignal is recorded as timeout or lease_expired, never twice, never a late success", async () => {
     const { id } = await enqueue(s.t, stubborn, {});

@@ -1,0 +1,96 @@
+/**
+ * The alarms as plain data: `infra/alarms.ts` turns each spec into a
+ * CloudWatch alarm, and tests compare the specs with the metrics the
+ * functions really publish. No SST globals here.
+ */
+import type { Config } from "../shared/config.ts";
+import { Metric, METRICS_NAMESPACE, metricDimensions } from "../shared/metrics-names.ts";
+
+export const LAMBDA_NAMESPACE = "AWS/Lambda";
+
+export interface AlarmSpec {
+  /** Unique within the stage; infra prefixes it with app and stage. */
+  name: string;
+  description: string;
+  namespace: string;
+  metricName: string;
+  /**
+   * The complete dimension set of the watched metric. For `AWS/Lambda`
+   * specs it is empty here and infra adds `FunctionName` (see `lambdaFunction`).
+   */
+  dimensions: Record<string, string>;
+  threshold: number;
+  comparison: "GreaterThanThreshold";
+  /** Seconds. */
+  period: number;
+  evaluationPeriods: number;
+  statistic: "Sum" | "Maximum";
+  treatMissingData: "notBreaching";
+  /** For AWS/Lambda metrics: the runner (config.runners key) whose function is watched. */
+  lambdaFunction?: string;
+}
+
+/** Every queue some runner serves, in first-seen order. */
+export function configuredQueues(cfg: Config): string[] {
+  return [...new Set(Object.values(cfg.runners).flatMap((r) => r.queues))];
+}
+
+const base = {
+  comparison: "GreaterThanThreshold",
+  period: 60,
+  evaluationPeriods: 1,
+  treatMissingData: "notBreaching",
+} as const;
+
+export function alarmSpecs(cfg: Config): AlarmSpec[] {
+  const specs: AlarmSpec[] = [
+    {
+      ...base,
+      name: "DeadJobs",
+      description: "A job used all its attempts and is dead. See docs/deploy.md, 'Dead jobs'.",
+      namespace: METRICS_NAMESPACE,
+      metricName: Metric.DeadJobs,
+      dimensions: metricDimensions(Metric.DeadJobs),
+      statistic: "Sum",
+      threshold: cfg.alarms.deadJobsThreshold,
+    },
+    {
+      ...base,
+      name: "StaleSettles",
+      description: "Runners tried to settle jobs whose lease they had lost (fencing refusals).",
+      namespace: METRICS_NAMESPACE,
+      metricName: Metric.StaleSettles,
+      dimensions: metricDimensions(Metric.StaleSettles),
+      statistic: "Sum",
+      threshold: cfg.alarms.staleSettlesThreshold,
+    },
+  ];
+  for (const queue of configuredQueues(cfg)) {
+    specs.push({
+      ...base,
+      name: `OldestReadyAge-${queue}`,
+      description: `The oldest ready job on queue "${queue}" waited over ${cfg.alarms.oldestReadyAgeSeconds}s.`,
+      namespace: METRICS_NAMESPACE,
+      metricName: Metric.OldestReadyAgeSeconds,
+      dimensions: metricDimensions(Metric.OldestReadyAgeSeconds, queue),
+      statistic: "Maximum",
+      threshold: cfg.alarms.oldestReadyAgeSeconds,
+    });
+  }
+  for (const runner of Object.keys(cfg.runners)) {
+    for (const metricName of ["Errors", "Throttles"] as const) {
+      specs.push({
+        ...base,
+        name: `${runner}-${metricName}`,
+        description: `Lambda ${metricName} of runner "${runner}" (errors include timeouts and out-of-memory deaths).`,
+        namespace: LAMBDA_NAMESPACE,
+        metricName,
+        dimensions: {},
+        statistic: "Sum",
+        threshold: 0,
+        lambdaFunction: runner,
+      });
+    }
+  }
+  return specs;
+}

@@ -1,0 +1,95 @@
+/**
+ * The Lambda functions, sized from `functionSpecs(config)`: one runner per
+ * `config.runners` entry, the scheduler, the rescuer and the API.
+ * Crons that trigger the scheduler and rescuer are in `infra/crons.ts`.
+ */
+import { config, functionSpecs, type FunctionSpec } from "../shared/config.ts";
+import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
+import { migration } from "./migrate.ts";
+import { apiToken, databaseUrl } from "./secrets.ts";
+
+const specs = new Map<string, FunctionSpec>();
+for (const spec of functionSpecs(config)) {
+  if (specs.has(spec.name)) throw new Error(`two functions are named "${spec.name}": rename the runner`);
+  specs.set(spec.name, spec);
+}
+
+function spec(name: string): FunctionSpec {
+  const found = specs.get(name);
+  if (!found) throw new Error(`functionSpecs() has no function "${name}"`);
+  return found;
+}
+
+/** "runner-cpu" -> "RunnerCpu": SST component (and `Resource`) name. */
+export function componentName(name: string): string {
+  return name
+    .split(/[^A-Za-z0-9]+/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join("");
+}
+
+interface Extra {
+  link?: unknown[];
+  environment?: Record<string, $util.Input<string>>;
+  retries?: number;
+  concurrency?: { reserved: number };
+  url?: boolean;
+}
+
+function leaseholdFunction(name: string, extra: Extra = {}): sst.aws.Function {
+  const s = spec(name);
+  return new sst.aws.Function(componentName(name), {
+    handler: s.handler,
+    runtime: "nodejs22.x",
+    timeout: `${s.timeoutSeconds} seconds`,
+    memory: `${s.memoryMb} MB`,
+    link: [databaseUrl, ...(extra.link ?? [])],
+    environment: {
+      POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+      ...s.environment,
+      ...extra.environment,
+    },
+    retries: extra.retries,
+    concurrency: extra.concurrency,
+    url: extra.url,
+    transform: {
+      // New code goes live only after this deploy's migrations ran.
+      function: (_args, opts) => {
+        opts.dependsOn = [migration];
+      },
+    },
+  });
+}
+
+/** Runner functions by config.runners key. */
+export const runners: Record<string, sst.aws.Function> = Object.fromEntries(
+  Object.entries(config.runners).map(([name, runner]) => [
+    name,
+    leaseholdFunction(name, {
+      // A runner that dies is handled by the rescuer (lease expiry); an async
+      // retry by Lambda would only start a second runner.
+      retries: 0,
+      // The hard cap on concurrent invocations of this runner.
+      concurrency: { reserved: runner.maxConcurrency },
+    }),
+  ]),
+);
+
+export const scheduler = leaseholdFunction("scheduler", {
+  retries: 0,
+  // Linking a function grants lambda:InvokeFunction on it.
+  link: Object.values(runners),
+  environment: {
+    LEASEHOLD_RUNNER_FUNCTIONS: $jsonStringify(
+      Object.fromEntries(Object.entries(runners).map(([name, fn]) => [name, fn.name])),
+    ),
+  },
+});
+
+export const rescuer = leaseholdFunction("rescuer", { retries: 0 });
+
+export const api = leaseholdFunction("api", {
+  link: [apiToken],
+  url: true,
+});

@@ -1,0 +1,31 @@
+/// <reference path="./.sst/platform/config.d.ts" />
+
+/**
+ * The Leasehold app. This file only composes `infra/*`; each infra file
+ * declares one group of resources and exports what it creates. Every knob
+ * comes from shared/config.ts. See docs/deploy.md.
+ */
+export default $config({
+  app(input) {
+    return {
+      name: "leasehold",
+      removal: input?.stage === "production" ? "retain" : "remove",
+      protect: ["production"].includes(input?.stage),
+      home: "aws",
+    };
+  },
+  async run() {
+    await import("./infra/secrets.ts");
+    await import("./infra/migrate.ts");
+    const { api, rescuer } = await import("./infra/functions.ts");
+    await import("./infra/crons.ts");
+    const { alarmTopic } = await import("./infra/alarms.ts");
+    const { dashboard } = await import("./infra/dashboard.ts");
+    return {
+      api: api.url,
+      rescuerLogGroup: $interpolate`/aws/lambda/${rescuer.name}`,
+      alarmTopic: alarmTopic.arn,
+      dashboard: dashboard.dashboardName,
+    };
+  },
+});

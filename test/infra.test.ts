@@ -1,0 +1,403 @@
+/**
+ * Invariants between configuration, functions, infra and metrics, checked
+ * without AWS. The last block runs sst.config.ts's `run()` against stand-ins
+ * for the SST globals and checks the arguments infra really passes.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+import { config, defineConfig, functionSpecs, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { Dimension, Metric, METRIC_DIMENSIONS, METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
+import { alarmSpecs, configuredQueues, LAMBDA_NAMESPACE } from "../infra/alarm-specs.ts";
+import { isValidSchedule, parseSchedule } from "../infra/schedule.ts";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+describe("runner sizing", () => {
+  it("every runner's timeout covers its longest lease plus the margin", () => {
+    for (const [name, runner] of Object.entries(config.runners)) {
+      expect(runner.timeoutSeconds * 1000, name).toBeGreaterThan(runner.maxLeaseMs + RUNNER_MARGIN_MS);
+    }
+  });
+
+  it("defineConfig rejects a runner whose timeout cannot cover its lease, naming the field", () => {
+    const bad = () => defineConfig({ runners: { slow: { queues: ["q"], timeoutSeconds: 30, maxLeaseMs: 30_000 } } });
+    expect(bad).toThrow(/timeoutSeconds/);
+    try {
+      bad();
+    } catch (error) {
+      const issues = (error as { issues?: { path: unknown[] }[] }).issues;
+      expect(issues?.map((i) => i.path)).toContainEqual(["runners", "slow", "timeoutSeconds"]);
+    }
+  });
+});
+
+/** "functions/runner.handler" -> the source file and the export it names. */
+function handlerSource(handler: string): { file: string | undefined; exportName: string } {
+  const dot = handler.lastIndexOf(".");
+  const base = handler.slice(0, dot);
+  const file = [".ts", ".mts", ".js", ".mjs"].map((ext) => join(root, base + ext)).find((f) => existsSync(f));
+  return { file, exportName: handler.slice(dot + 1) };
+}
+
+function exportsName(source: string, name: string): boolean {
+  const direct = new RegExp(`export\\s+(const|let|var|(async\\s+)?function\\*?)\\s+${name}\\b`);
+  const list = /export\s*\{([^}]*)\}/g;
+  if (direct.test(source)) return true;
+  for (const match of source.matchAll(list)) {
+    const names = match[1]!.split(",").map((part) => part.trim().split(/\s+as\s+/).pop());
+    if (names.includes(name)) return true;
+  }
+  return false;
+}
+
+function expectHandlerExists(handler: string): void {
+  expect(handler, handler).toMatch(/^functions\/[\w-]+\.\w+$/);
+  const { file, exportName } = handlerSource(handler);
+  expect(file, `${handler}: no source file under functions/`).toBeDefined();
+  expect(exportsName(readFileSync(file!, "utf8"), exportName), `${file} exports ${exportName}`).toBe(true);
+}
+
+describe("function handlers", () => {
+  for (const spec of functionSpecs(config)) {
+    it(`${spec.name}: ${spec.handler} names an exported handler under functions/`, () => {
+      expectHandlerExists(spec.handler);
+    });
+  }
+
+  it("the handler check recognises the usual export forms", () => {
+    expect(exportsName("export const handler = async () => {}", "handler")).toBe(true);
+    expect(exportsName("export async function handler(event) {}", "handler")).toBe(true);
+    expect(exportsName("const h = 1;\nexport { h as handler };", "handler")).toBe(true);
+    expect(exportsName("export const handlerX = 1", "handler")).toBe(false);
+  });
+});
+
+describe("schedules", () => {
+  it("the scheduler and rescuer schedules are valid EventBridge expressions", () => {
+    expect(() => parseSchedule(config.scheduler.schedule)).not.toThrow();
+    expect(() => parseSchedule(config.rescuer.schedule)).not.toThrow();
+  });
+
+  const localScheduler = join(root, "dev/lambda/schedule.ts");
+  it.skipIf(!existsSync(localScheduler))("the local runtime (dev/lambda/schedule.ts) runs them too", async () => {
+    const local = (await import(/* @vite-ignore */ localScheduler)) as { parseSchedule: (e: string) => unknown };
+    expect(() => local.parseSchedule(config.scheduler.schedule)).not.toThrow();
+    expect(() => local.parseSchedule(config.rescuer.schedule)).not.toThrow();
+  });
+
+  it("accepts valid rate and cron expressions", () => {
+    expect(parseSchedule("rate(1 minute)")).toEqual({ kind: "rate", value: 1, unit: "minute", seconds: 60 });
+    expect(parseSchedule("rate(5 minutes)")).toMatchObject({ seconds: 300 });
+    expect(parseSchedule("rate(2 hours)")).toMatchObject({ seconds: 7_200 });
+    for (const ok of [
+      "cron(* * * * ? *)",
+      "cron(0/5 * * * ? *)",
+      "cron(15 10 ? * MON-FRI *)",
+      "cron(0 8 1 * ? 2030)",
+      "cron(0 18 ? * 6L *)",
+      "cron(0 10 ? * 2#3 *)",
+      "cron(0 0 L * ? *)",
+      "cron(0,30 9-17 ? JAN-MAR SUN,SAT *)",
+    ]) {
+      expect(isValidSchedule(ok), ok).toBe(true);
+    }
+  });
+
+  it("rejects invalid expressions", () => {
+    for (const bad of [
+      "rate(1 minutes)",
+      "rate(5 minute)",
+      "rate(0 minutes)",
+      "rate(1 second)",
+      "rate(1minute)",
+      "every minute",
+      "cron(* * * * *)",
+      "cron(* * * * * *)",
+      "cron(* * ? * ? *)",
+      "cron(60 * * * ? *)",
+      "cron(0 24 * * ? *)",
+      "cron(0 0 32 * ? *)",
+      "cron(0 0 ? 13 MON *)",
+      "cron(0 0 ? * FOO *)",
+      "cron(0/0 * * * ? *)",
+      "cron(5-1 * * * ? *)",
+      "*/5 * * * *",
+    ]) {
+      expect(isValidSchedule(bad), bad).toBe(false);
+    }
+  });
+});
+
+describe("alarm specs", () => {
+  const specs = alarmSpecs(config);
+  const byName = new Map(specs.map((s) => [s.name, s]));
+  const metricNames = new Set<string>(Object.values(Metric));
+
+  it("use only the namespace, metric names and dimension sets of shared/metrics-names.ts", () => {
+    for (const spec of specs.filter((s) => s.namespace !== LAMBDA_NAMESPACE)) {
+      expect(spec.namespace, spec.name).toBe(METRICS_NAMESPACE);
+      expect(metricNames.has(spec.metricName), spec.name).toBe(true);
+      const expected = METRIC_DIMENSIONS[spec.metricName as keyof typeof METRIC_DIMENSIONS];
+      expect(Object.keys(spec.dimensions).sort(), spec.name).toEqual([...expected].sort());
+      expect(spec.dimensions[Dimension.Service], spec.name).toBe(SERVICE_NAME);
+    }
+  });
+
+  it("alarm on dead jobs with the rescuer's dimensions (service only)", () => {
+    expect(byName.get("DeadJobs")).toMatchObject({
+      namespace: "Leasehold",
+      metricName: "DeadJobs",
+      dimensions: { service: "leasehold" },
+      statistic: "Sum",
+      comparison: "GreaterThanThreshold",
+      threshold: config.alarms.deadJobsThreshold,
+    });
+  });
+
+  it("alarm on fencing refusals above the configured threshold", () => {
+    expect(byName.get("StaleSettles")).toMatchObject({
+      metricName: Metric.StaleSettles,
+      dimensions: { service: SERVICE_NAME },
+      threshold: config.alarms.staleSettlesThreshold,
+    });
+  });
+
+  it("alarm per queue on the oldest ready job's age", () => {
+    const ages = specs.filter((s) => s.metricName === Metric.OldestReadyAgeSeconds);
+    expect(ages.map((s) => s.dimensions[Dimension.Queue]).sort()).toEqual(configuredQueues(config).sort());
+    for (const spec of ages) {
+      expect(spec).toMatchObject({ statistic: "Maximum", threshold: config.alarms.oldestReadyAgeSeconds });
+    }
+  });
+
+  it("alarm on every runner's Lambda Errors and Throttles", () => {
+    for (const runner of Object.keys(config.runners)) {
+      for (const metricName of ["Errors", "Throttles"]) {
+        const spec = specs.find((s) => s.lambdaFunction === runner && s.metricName === metricName);
+        expect(spec, `${runner} ${metricName}`).toMatchObject({ namespace: LAMBDA_NAMESPACE, threshold: 0 });
+      }
+    }
+  });
+
+  it("have unique names and the fields a metric comparison needs", () => {
+    expect(byName.size).toBe(specs.length);
+    for (const spec of specs) {
+      expect(Object.keys(spec)).toEqual(
+        expect.arrayContaining([
+          "name",
+          "namespace",
+          "metricName",
+          "dimensions",
+          "threshold",
+          "comparison",
+          "period",
+          "evaluationPeriods",
+          "statistic",
+        ]),
+      );
+    }
+  });
+});
+
+// --- sst.config.ts against stand-ins for the SST globals -------------------
+
+interface Created {
+  type: string;
+  name: string;
+  args: any;
+  opts?: any;
+}
+
+/** Component names as infra/functions.ts derives them: "runner-cpu" -> "RunnerCpu". */
+function pascal(name: string): string {
+  return name
+    .split(/[^A-Za-z0-9]+/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join("");
+}
+
+class FakeOutput<T> {
+  constructor(readonly value: T) {}
+  apply<U>(fn: (value: T) => U): FakeOutput<U> {
+    return new FakeOutput(fn(this.value));
+  }
+}
+
+function installFakeGlobals(created: Created[]): void {
+  const resource = (type: string, props: (name: string, args: any) => object = () => ({})) =>
+    class {
+      constructor(name: string, args: any, opts?: any) {
+        created.push({ type, name, args, opts });
+        Object.assign(this, props(name, args));
+      }
+    };
+  const g = globalThis as any;
+  g.$config = (input: unknown) => input;
+  g.$app = { name: "leasehold", stage: "test" };
+  g.$cli = { paths: { root } };
+  g.$jsonStringify = (value: unknown) => JSON.stringify(value);
+  g.$interpolate = (strings: TemplateStringsArray, ...values: unknown[]) =>
+    strings.reduce((text, part, i) => text + part + (i < values.length ? String(values[i]) : ""), "");
+  g.sst = {
+    Secret: resource("sst.Secret", (name) => ({ name, value: new FakeOutput(`value-of-${name}`) })),
+    aws: {
+      Function: resource("sst.aws.Function", (name) => ({
+        name: `fn-${name}`,
+        arn: `arn:fn-${name}`,
+        url: `https://${name}.example`,
+      })),
+      CronV2: resource("sst.aws.CronV2"),
+      SnsTopic: resource("sst.aws.SnsTopic", (name) => ({ arn: `arn:topic-${name}` })),
+    },
+  };
+  g.aws = {
+    getRegionOutput: () => ({ region: "us-east-1" }),
+    lambda: { Invocation: resource("aws.lambda.Invocation") },
+    sns: { TopicSubscription: resource("aws.sns.TopicSubscription") },
+    cloudwatch: {
+      MetricAlarm: resource("aws.cloudwatch.MetricAlarm"),
+      Dashboard: resource("aws.cloudwatch.Dashboard", (_name, args) => ({ dashboardName: args.dashboardName })),
+    },
+  };
+}
+
+describe("sst.config.ts composition (SST globals stubbed)", () => {
+  const created: Created[] = [];
+  let outputs: Record<string, unknown>;
+  const all = (type: string) => created.filter((c) => c.type === type);
+  const fn = (name: string) => {
+    const found = all("sst.aws.Function").find((c) => c.name === name);
+    if (!found) throw new Error(`no function ${name}`);
+    return found;
+  };
+
+  beforeAll(async () => {
+    installFakeGlobals(created);
+    const previous = process.env.LEASEHOLD_ALARM_EMAIL;
+    process.env.LEASEHOLD_ALARM_EMAIL = "ops@example.com";
+    try {
+      // A non-literal specifier keeps the project's tsc out of the SST-typed files.
+      const path = join(root, "sst.config.ts");
+      const app = (await import(/* @vite-ignore */ path)).default as {
+        app: (input: { stage: string }) => Record<string, unknown>;
+        run: () => Promise<Record<string, unknown>>;
+      };
+      expect(app.app({ stage: "production" })).toMatchObject({ removal: "retain", protect: true, home: "aws" });
+      expect(app.app({ stage: "dev" })).toMatchObject({ removal: "remove", protect: false, home: "aws" });
+      outputs = await app.run();
+    } finally {
+      if (previous === undefined) delete process.env.LEASEHOLD_ALARM_EMAIL;
+      else process.env.LEASEHOLD_ALARM_EMAIL = previous;
+    }
+  });
+
+  it("declares the two secrets", () => {
+    expect(all("sst.Secret").map((c) => c.name).sort()).toEqual(["ApiToken", "DatabaseUrl"]);
+  });
+
+  it("deploys only handlers that exist under functions/ (migrate included)", () => {
+    for (const c of all("sst.aws.Function")) expectHandlerExists(c.args.handler);
+  });
+
+  it("runs every function on Node.js 22, linked to the database", () => {
+    for (const c of all("sst.aws.Function")) {
+      expect(c.args.runtime, c.name).toBe("nodejs22.x");
+      expect(c.args.link.map((l: { name: string }) => l.name), c.name).toContain("DatabaseUrl");
+    }
+  });
+
+  it("sizes each function from functionSpecs(config) and publishes metrics under the shared names", () => {
+    for (const spec of functionSpecs(config)) {
+      const c = fn(pascal(spec.name));
+      expect(c.args).toMatchObject({
+        handler: spec.handler,
+        timeout: `${spec.timeoutSeconds} seconds`,
+        memory: `${spec.memoryMb} MB`,
+        environment: { ...spec.environment, POWERTOOLS_SERVICE_NAME: SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE },
+      });
+    }
+  });
+
+  it("runners: no async retries, reserved concurrency = maxConcurrency, LEASEHOLD_RUNNER set", () => {
+    const runnerFns = all("sst.aws.Function").filter((c) => c.args.handler === "functions/runner.handler");
+    expect(runnerFns).toHaveLength(Object.keys(config.runners).length);
+    for (const c of runnerFns) {
+      const name = c.args.environment.LEASEHOLD_RUNNER as string;
+      expect(c.args.retries).toBe(0);
+      expect(c.args.concurrency).toEqual({ reserved: config.runners[name]!.maxConcurrency });
+    }
+  });
+
+  it("the scheduler may invoke every runner and knows their function names", () => {
+    const scheduler = fn("Scheduler");
+    const runnerNames = Object.keys(config.runners);
+    expect(JSON.parse(scheduler.args.environment.LEASEHOLD_RUNNER_FUNCTIONS)).toEqual(
+      Object.fromEntries(runnerNames.map((n) => [n, `fn-${pascal(n)}`])),
+    );
+    const linked = scheduler.args.link.map((l: { name: string }) => l.name);
+    expect(linked).toEqual(expect.arrayContaining(runnerNames.map((n) => `fn-${pascal(n)}`)));
+  });
+
+  it("the API has a function URL and the token", () => {
+    const api = fn("Api");
+    expect(api.args.url).toBe(true);
+    expect(api.args.link.map((l: { name: string }) => l.name)).toContain("ApiToken");
+    expect(outputs.api).toBe("https://Api.example");
+    expect(outputs.rescuerLogGroup).toBe("/aws/lambda/fn-Rescuer");
+  });
+
+  it("crons trigger the scheduler and rescuer on the configured schedules", () => {
+    const crons = Object.fromEntries(all("sst.aws.CronV2").map((c) => [c.name, c.args]));
+    expect(crons.SchedulerCron.schedule).toBe(config.scheduler.schedule);
+    expect(crons.SchedulerCron.function.name).toBe("fn-Scheduler");
+    expect(crons.RescuerCron.schedule).toBe(config.rescuer.schedule);
+    expect(crons.RescuerCron.function.name).toBe("fn-Rescuer");
+  });
+
+  it("migrations run once per deploy that changes them, before new code goes live", () => {
+    const [invocation, ...more] = all("aws.lambda.Invocation");
+    expect(more).toHaveLength(0);
+    expect(invocation!.args.functionName).toBe("fn-Migrate");
+    expect(invocation!.args.triggers.migrations).toMatch(/^[0-9a-f]{64}$/);
+    expect(fn("Migrate").args.copyFiles).toEqual([{ from: "migrations", to: "migrations" }]);
+    const opts: { dependsOn?: unknown[] } = {};
+    fn("Runner").args.transform.function({}, opts);
+    expect(opts.dependsOn).toHaveLength(1);
+  });
+
+  it("creates one alarm per spec, notifying the topic, on the deployed runner names", () => {
+    const alarms = all("aws.cloudwatch.MetricAlarm");
+    const specs = alarmSpecs(config);
+    expect(alarms).toHaveLength(specs.length);
+    for (const spec of specs) {
+      const alarm = alarms.find((a) => a.args.name === `leasehold-test-${spec.name}`);
+      expect(alarm, spec.name).toBeDefined();
+      expect(alarm!.args).toMatchObject({
+        namespace: spec.namespace,
+        metricName: spec.metricName,
+        threshold: spec.threshold,
+        alarmActions: ["arn:topic-Alarms"],
+      });
+      const dims = spec.lambdaFunction
+        ? { FunctionName: `fn-${pascal(spec.lambdaFunction)}` }
+        : spec.dimensions;
+      expect(alarm!.args.dimensions).toEqual(dims);
+    }
+    expect(all("aws.sns.TopicSubscription")[0]?.args).toMatchObject({ protocol: "email", endpoint: "ops@example.com" });
+  });
+
+  it("the dashboard charts every Leasehold metric with its published dimensions", () => {
+    const [dashboard] = all("aws.cloudwatch.Dashboard");
+    const body = JSON.parse(dashboard!.args.dashboardBody) as { widgets: { properties: { metrics: unknown[][] } }[] };
+    const lines = body.widgets.flatMap((w) => w.properties.metrics);
+    for (const metric of Object.values(Metric)) {
+      const line = lines.find((l) => l[0] === METRICS_NAMESPACE && l[1] === metric);
+      expect(line, metric).toBeDefined();
+      const dimNames = line!.slice(2, -1).filter((_, i) => i % 2 === 0);
+      expect(dimNames, metric).toEqual([...METRIC_DIMENSIONS[metric]]);
+    }
+    expect(lines.some((l) => l[0] === "AWS/Lambda" && l[1] === "ConcurrentExecutions")).toBe(true);
+  });
+});
