@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createPgPool } from "../shared/drivers.ts";
+import { createPgPool } from "../shared/drivers/pg.ts";
 import { enqueueJobs, job } from "../shared/enqueue.ts";
 import { migrate } from "../shared/migrate.ts";
 import { queueStats } from "../shared/stats.ts";

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import WebSocket from "ws";
 import { inject } from "vitest";
 import type { Pool, Store } from "../../shared/db.ts";
-import { createNeonPool, createPgPool } from "../../shared/drivers.ts";
+import { createPgPool } from "../../shared/drivers/pg.ts";
+import { createNeonPool } from "../../shared/drivers/neon.ts";
 import { migrate } from "../../shared/migrate.ts";
 
 export type Driver = "pg" | "neon";
