@@ -1,0 +1,44 @@
+/**
+ * The API Lambda (a function URL). One app per execution environment; one
+ * Neon pool per request, opened and closed inside the invocation, because a
+ * WebSocket left open would be frozen with the environment. Before returning,
+ * the handler waits for any scheduler wake-up the request started.
+ */
+import { Logger } from "@aws-lambda-powertools/logger";
+import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
+import { registry } from "../jobs/index.ts";
+import { createNeonPool } from "../shared/drivers/neon.ts";
+import { SERVICE_NAME } from "../shared/metrics-names.ts";
+import { createApp } from "./api/app.ts";
+import { readApiEnvironment } from "./api/env.ts";
+import { createSchedulerWaker } from "./api/scheduler-waker.ts";
+
+const env = await readApiEnvironment();
+const logger = new Logger({ serviceName: SERVICE_NAME });
+// Node 22 (the Lambda runtime) has a global WebSocket; Node 20 (local) needs `ws`.
+const webSocketConstructor = globalThis.WebSocket ? undefined : (await import("ws")).default;
+
+const waker = createSchedulerWaker(env.schedulerFunction, (err) =>
+  logger.warn("waking the scheduler failed; the cron will find the job", { error: String(err) }),
+);
+
+export const app = createApp({
+  registry,
+  token: env.apiToken,
+  waker,
+  logger,
+  openStore: () => {
+    const pool = createNeonPool(env.databaseUrl, { max: 2, wsProxy: env.wsProxy, webSocketConstructor });
+    return { store: { db: pool, schema: env.schema }, close: () => pool.end() };
+  },
+});
+
+const serve = handle(app);
+
+export async function handler(event: LambdaEvent, context: LambdaContext) {
+  try {
+    return await serve(event, context);
+  } finally {
+    await waker.settled();
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The queue's HTTP API as a Hono app: enqueue, inspect, retry, cancel, and
+ * per-queue stats, behind a bearer token. Runtime-neutral (Lambda, Node, edge):
+ * the Lambda entry is `functions/api.ts`; tests call `app.request()`.
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
+import { requestId } from "hono/request-id";
+import { secureHeaders } from "hono/secure-headers";
+import type { Store } from "../../shared/db.ts";
+import type { Registry } from "../../shared/job.ts";
+import { queueStats } from "../../shared/stats.ts";
+import type { Waker } from "../../shared/wake.ts";
+import { bearerAuth } from "./auth.ts";
+import { ApiError, errorJson, invalidRequest, toErrorResponse } from "./errors.ts";
+import { registerJobRoutes, type ApiEnv } from "./jobs.ts";
+import { healthRoute, openApiRoute, queuesRoute } from "./routes.ts";
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export const API_VERSION = "1.0.0";
+
+/** What the API logs through: Powertools' `Logger` fits, so does `console`. */
+export interface ApiLogger {
+  info(message: string, attributes: Record<string, unknown>): void;
+  error(message: string, attributes: Record<string, unknown>): void;
+}
+
+/** A store opened for one request and closed after its response (a Neon pool on Lambda). */
+export interface OpenedStore {
+  store: Store;
+  close(): Promise<void>;
+}
+
+export type AppOptions = {
+  /** The job types enqueue accepts; payloads are validated by their schemas. */
+  registry: Registry;
+  /** The bearer token every route but `/health` requires. */
+  token: string;
+  /** Woken after an enqueue or retry commits, so an idle queue starts at once. */
+  waker?: Waker;
+  logger?: ApiLogger;
+  maxBodyBytes?: number;
+} & ({ store: Store } | { openStore: () => OpenedStore });
+
+export function createApp(options: AppOptions) {
+  const { registry, waker, logger } = options;
+  const open = "store" in options ? () => ({ store: options.store, close: async () => {} }) : options.openStore;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+
+  const app = new OpenAPIHono<ApiEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw invalidRequest(result.error);
+    },
+  });
+
+  app.onError((err, c) =>
+    toErrorResponse(err, c, (fault) => {
+      // Name and message only: never the request body, headers or the error's detail.
+      const { name, message, stack } = fault instanceof Error ? fault : new Error(String(fault));
+      logger?.error("request failed", { requestId: c.var.requestId, path: c.req.path, error: { name, message, stack } });
+    }),
+  );
+  app.notFound((c) => c.json(errorJson("not_found", `no route ${c.req.method} ${c.req.path}`), 404));
+
+  app.use(requestId({ generator: (c) => c.env?.lambdaContext?.awsRequestId ?? crypto.randomUUID() }));
+  app.use(secureHeaders());
+  app.use(async (c, next) => {
+    const startedAt = Date.now();
+    await next();
+    logger?.info("request", {
+      requestId: c.var.requestId, method: c.req.method, path: c.req.path, status: c.res.status,
+      durationMs: Date.now() - startedAt,
+    });
+  });
+
+  const auth = bearerAuth(options.token);
+  app.use("/v1/*", auth);
+  app.use("/openapi.json", auth);
+  app.use(
+    "/v1/*",
+    bodyLimit({
+      maxSize: maxBodyBytes,
+      onError: () => {
+        throw new ApiError(413, "payload_too_large", `the request body is larger than ${maxBodyBytes} bytes`);
+      },
+    }),
+  );
+  app.use("/v1/*", async (c, next) => {
+    const { store, close } = open();
+    c.set("store", store);
+    try {
+      await next();
+    } finally {
+      await close().catch((err: unknown) => logger?.error("closing the store failed", { error: String(err) }));
+    }
+  });
+
+  registerJobRoutes(app, registry, waker);
+
+  app.openapi(queuesRoute, async (c) => c.json({ queues: await queueStats(c.var.store) }, 200));
+  app.openapi(healthRoute, (c) => c.json({ ok: true as const }, 200));
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  const document = () =>
+    app.getOpenAPIDocument({
+      openapi: "3.0.3",
+      info: { title: "Leasehold", version: API_VERSION, description: "The Leasehold job queue's HTTP API." },
+    });
+  app.openapi(openApiRoute, (c) => c.json(document() as { openapi: string; paths: Record<string, unknown> }, 200));
+
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

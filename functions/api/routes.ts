@@ -1,0 +1,96 @@
+/**
+ * The API's routes as OpenAPI definitions. Hono validates requests with the
+ * same schemas the OpenAPI document is generated from, so they cannot drift.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import {
+  batchRequestSchema, batchResponseSchema, enqueueRequestSchema, errorSchema, idParamsSchema, jobDetailSchema,
+  jobPageSchema, jobSchema, listQuerySchema, queuesSchema,
+} from "./schemas.ts";
+
+const security = [{ bearer: [] }];
+
+const json = <S extends z.ZodType>(schema: S, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+const jsonBody = <S extends z.ZodType>(schema: S) => ({ required: true, content: { "application/json": { schema } } });
+
+const failures = {
+  400: json(errorSchema, "Invalid request; `message` and `issues` name each bad field"),
+  401: json(errorSchema, "Missing or wrong bearer token"),
+};
+const bodyFailures = {
+  ...failures,
+  413: json(errorSchema, "Request body larger than the limit (1 MB)"),
+  415: json(errorSchema, "Body not sent as application/json"),
+};
+const notFound = { 404: json(errorSchema, "No job with this id") };
+const conflict = { 409: json(errorSchema, "The job is not in a state that allows this; `error.status` is its status") };
+
+export const enqueueRoute = createRoute({
+  method: "post", path: "/v1/jobs", tags: ["jobs"], security,
+  summary: "Enqueue a job; its payload is validated by the job type's schema",
+  request: { body: jsonBody(enqueueRequestSchema) },
+  responses: {
+    201: json(jobSchema, "The new job"),
+    200: json(jobSchema, "A pending job of this type with the same dedupe key; nothing new was written"),
+    ...bodyFailures,
+  },
+});
+
+export const batchRoute = createRoute({
+  method: "post", path: "/v1/jobs/batch", tags: ["jobs"], security,
+  summary: "Enqueue many jobs in one statement: all of them or none",
+  request: { body: jsonBody(batchRequestSchema) },
+  responses: { 201: json(batchResponseSchema, "Ids in request order; `existing` marks deduplicated jobs"), ...bodyFailures },
+});
+
+export const getJobRoute = createRoute({
+  method: "get", path: "/v1/jobs/{id}", tags: ["jobs"], security,
+  summary: "A job with every attempt it has made",
+  request: { params: idParamsSchema },
+  responses: { 200: json(jobDetailSchema, "The job"), ...failures, ...notFound },
+});
+
+export const listJobsRoute = createRoute({
+  method: "get", path: "/v1/jobs", tags: ["jobs"], security,
+  summary: "Jobs newest first, filtered, a page at a time (`status=dead` is the dead-jobs view)",
+  request: { query: listQuerySchema },
+  responses: { 200: json(jobPageSchema, "One page of jobs"), ...failures },
+});
+
+export const retryRoute = createRoute({
+  method: "post", path: "/v1/jobs/{id}/retry", tags: ["jobs"], security,
+  summary: "Move a dead job back to queued, with fresh attempts, to run now",
+  request: { params: idParamsSchema },
+  responses: { 200: json(jobSchema, "The job, queued"), ...failures, ...notFound, ...conflict },
+});
+
+export const cancelRoute = createRoute({
+  method: "post", path: "/v1/jobs/{id}/cancel", tags: ["jobs"], security,
+  summary: "Cancel a queued job",
+  request: { params: idParamsSchema },
+  responses: { 200: json(jobSchema, "The job, cancelled"), ...failures, ...notFound, ...conflict },
+});
+
+export const queuesRoute = createRoute({
+  method: "get", path: "/v1/queues", tags: ["queues"], security,
+  summary: "Per-queue counts and the age of the oldest ready job",
+  responses: { 200: json(queuesSchema, "One entry per queue with pending, running or dead jobs"), 401: failures[401] },
+});
+
+export const healthRoute = createRoute({
+  method: "get", path: "/health", tags: ["service"], security: [],
+  summary: "Liveness; needs no token and touches no database",
+  responses: { 200: json(z.object({ ok: z.literal(true) }), "The API is up") },
+});
+
+export const openApiRoute = createRoute({
+  method: "get", path: "/openapi.json", tags: ["service"], security,
+  summary: "This document",
+  responses: {
+    200: json(z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }), "OpenAPI 3 document"),
+    401: failures[401],
+  },
+});

@@ -1,0 +1,162 @@
+/**
+ * The API's zod schemas: one source for request validation, response types
+ * and the OpenAPI document. Job payloads are `unknown` here; each route
+ * validates them against the named job type's own schema.
+ */
+import { z } from "@hono/zod-openapi";
+import type { AttemptRecord, JobRecord } from "../../shared/admin.ts";
+import { enqueueOptionsSchema } from "../../shared/enqueue.ts";
+import type { AttemptOutcome, JobStatus } from "../../shared/job.ts";
+
+export const JOB_STATUSES = ["queued", "running", "succeeded", "dead", "cancelled"] as const satisfies readonly JobStatus[];
+const OUTCOMES = ["succeeded", "failed", "timeout", "lease_expired", "released"] as const satisfies readonly AttemptOutcome[];
+// Compile-time checks that the lists above name every status and outcome.
+type Covers<T, L extends readonly unknown[]> = [Exclude<T, L[number]>] extends [never] ? true : false;
+const coversStatuses: Covers<JobStatus, typeof JOB_STATUSES> = true;
+const coversOutcomes: Covers<AttemptOutcome, typeof OUTCOMES> = true;
+void coversStatuses, coversOutcomes;
+
+/** Postgres `bigint` max: the largest job id there can be. */
+export const MAX_JOB_ID = 9223372036854775807n;
+export const MAX_BATCH_JOBS = 1_000;
+const MAX_DELAY_SECONDS = 365 * 24 * 3600;
+
+/** Postgres text cannot hold the NUL character; refused here, it names its field. */
+const noNul = (s: z.ZodString) => s.regex(/^[^\u0000]*$/, "must not contain the NUL character");
+const text = (max: number) => noNul(z.string().min(1).max(max));
+
+export const jobIdSchema = z
+  .string()
+  .regex(/^[1-9][0-9]{0,18}$/, `must be a positive integer up to ${MAX_JOB_ID}`)
+  .refine((id) => !/^[0-9]+$/.test(id) || BigInt(id) <= MAX_JOB_ID, `must be a positive integer up to ${MAX_JOB_ID}`)
+  .openapi({ example: "42" });
+
+export const idParamsSchema = z.object({
+  id: jobIdSchema.openapi({ param: { name: "id", in: "path" } }),
+});
+
+/** The core's own bounds for each option, plus the NUL rule. */
+const option = (key: "queue" | "dedupeKey" | "group") => noNul(enqueueOptionsSchema.shape[key].unwrap()).optional();
+
+export const enqueueRequestSchema = z
+  .strictObject({
+    name: text(128).openapi({ description: "The job type's name.", example: "email.welcome" }),
+    payload: z.unknown().optional().openapi({
+      description: "Validated by the job type's own schema (which decides whether it may be left out).",
+      example: { to: "ada@example.com", name: "Ada" },
+    }),
+    queue: option("queue").openapi({ description: "Defaults to the job type's queue." }),
+    runAt: z.iso.datetime({ offset: true }).optional().openapi({ description: "When to run (ISO 8601); default now." }),
+    delaySeconds: z.number().min(0).max(MAX_DELAY_SECONDS).optional().openapi({ description: "Run after this long." }),
+    priority: enqueueOptionsSchema.shape.priority.openapi({ description: "Higher runs first." }),
+    maxAttempts: enqueueOptionsSchema.shape.maxAttempts,
+    dedupeKey: option("dedupeKey").openapi({ description: "An equal key on a pending job of this type returns that job." }),
+    group: option("group").openapi({ description: "Tenant or other group." }),
+  })
+  .refine((b) => b.runAt === undefined || b.delaySeconds === undefined, {
+    path: ["delaySeconds"],
+    message: "give runAt or delaySeconds, not both",
+  })
+  .openapi("EnqueueRequest");
+export type EnqueueRequest = z.output<typeof enqueueRequestSchema>;
+
+export const batchRequestSchema = z
+  .strictObject({ jobs: z.array(enqueueRequestSchema).min(1).max(MAX_BATCH_JOBS) })
+  .openapi("BatchEnqueueRequest");
+
+export const listQuerySchema = z.strictObject({
+  status: z.enum(JOB_STATUSES).optional().openapi({ description: "`dead` is the dead-jobs view." }),
+  queue: text(128).optional(),
+  name: text(128).optional(),
+  limit: z.coerce.number().int().min(1).max(500).optional().openapi({ type: "integer", minimum: 1, maximum: 500, example: 50 }),
+  cursor: jobIdSchema.optional().openapi({ description: "The `nextCursor` of the previous page." }),
+});
+
+const isoDate = z.iso.datetime();
+
+export const jobSchema = z
+  .object({
+    id: z.string().openapi({ example: "42" }),
+    queue: z.string(),
+    name: z.string(),
+    payload: z.unknown(),
+    status: z.enum(JOB_STATUSES),
+    priority: z.number().int(),
+    runAt: isoDate,
+    attempts: z.number().int().openapi({ description: "Attempts used; counted at claim." }),
+    maxAttempts: z.number().int(),
+    leaseExpiresAt: isoDate.nullable(),
+    runnerId: z.string().nullable(),
+    group: z.string().nullable(),
+    dedupeKey: z.string().nullable(),
+    lastError: z.string().nullable(),
+    createdAt: isoDate,
+    startedAt: isoDate.nullable(),
+    finishedAt: isoDate.nullable(),
+  })
+  .openapi("Job");
+export type JobJson = z.output<typeof jobSchema>;
+
+export const attemptSchema = z
+  .object({
+    attempt: z.number().int(),
+    runnerId: z.string().nullable(),
+    claimedAt: isoDate,
+    endedAt: isoDate,
+    outcome: z.enum(OUTCOMES),
+    error: z.string().nullable(),
+  })
+  .openapi("Attempt");
+
+export const jobDetailSchema = jobSchema.extend({ attemptHistory: z.array(attemptSchema) }).openapi("JobWithAttempts");
+
+export const batchResponseSchema = z
+  .object({ jobs: z.array(z.object({ id: z.string(), existing: z.boolean() })) })
+  .openapi("BatchEnqueueResponse");
+
+export const jobPageSchema = z
+  .object({ jobs: z.array(jobSchema), nextCursor: z.string().nullable() })
+  .openapi("JobPage");
+
+export const queuesSchema = z
+  .object({
+    queues: z.array(
+      z.object({
+        queue: z.string(),
+        ready: z.number().int(),
+        delayed: z.number().int(),
+        running: z.number().int(),
+        dead: z.number().int(),
+        oldestReadyAgeSeconds: z.number(),
+      }),
+    ),
+  })
+  .openapi("Queues");
+
+export const errorSchema = z
+  .object({
+    error: z.object({
+      code: z.string().openapi({ example: "invalid_request" }),
+      message: z.string(),
+      issues: z.array(z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string() })).optional(),
+      status: z.enum(JOB_STATUSES).optional().openapi({ description: "The job's current status (409 only)." }),
+    }),
+  })
+  .openapi("Error");
+export type ErrorJson = z.output<typeof errorSchema>;
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function toJobJson(job: JobRecord): JobJson {
+  return {
+    id: job.id, queue: job.queue, name: job.name, payload: job.payload, status: job.status, priority: job.priority,
+    runAt: job.runAt.toISOString(), attempts: job.attempts, maxAttempts: job.maxAttempts,
+    leaseExpiresAt: iso(job.leaseExpiresAt), runnerId: job.runnerId, group: job.group, dedupeKey: job.dedupeKey,
+    lastError: job.lastError, createdAt: job.createdAt.toISOString(), startedAt: iso(job.startedAt),
+    finishedAt: iso(job.finishedAt),
+  };
+}
+
+export function toAttemptJson(a: AttemptRecord): z.output<typeof attemptSchema> {
+  return { ...a, claimedAt: a.claimedAt.toISOString(), endedAt: a.endedAt.toISOString() };
+}

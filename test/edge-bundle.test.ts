@@ -1,0 +1,60 @@
+import { builtinModules } from "node:module";
+import { fileURLToPath } from "node:url";
+import { build, type Message, type Plugin } from "esbuild";
+import { describe, expect, it } from "vitest";
+
+/**
+ * The enqueue path (core enqueue, Neon driver, Hono, the job registry, and
+ * the whole API app) must run on edge runtimes, which have no Node built-ins.
+ * Bundled for a neutral, browser-like platform, any such import fails.
+ */
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const builtins = new Set(builtinModules);
+
+const refuseNodeBuiltins: Plugin = {
+  name: "refuse-node-builtins",
+  setup(b) {
+    b.onResolve({ filter: /.*/ }, ({ path, importer }) => {
+      const bare = path.replace(/^node:/, "");
+      if (path.startsWith("node:") || builtins.has(bare) || builtins.has(bare.split("/")[0]!)) {
+        return { errors: [{ text: `Node built-in "${path}" imported by ${importer.replace(root, "")}` }] };
+      }
+      return undefined;
+    });
+  },
+};
+
+async function bundleForEdge(entry: string): Promise<{ errors: Message[]; bytes: number }> {
+  try {
+    const result = await build({
+      absWorkingDir: root,
+      entryPoints: [entry],
+      bundle: true,
+      write: false,
+      format: "esm",
+      platform: "neutral",
+      mainFields: ["module", "main"],
+      conditions: ["worker", "browser"],
+      plugins: [refuseNodeBuiltins],
+      logLevel: "silent",
+    });
+    return { errors: result.errors, bytes: result.outputFiles[0]!.contents.length };
+  } catch (err) {
+    return { errors: (err as { errors: Message[] }).errors, bytes: 0 };
+  }
+}
+
+describe("edge runtimes", () => {
+  it.each(["examples/edge-signup.ts", "functions/api/app.ts"])("bundles %s with no Node built-in", async (entry) => {
+    const { errors, bytes } = await bundleForEdge(entry);
+    expect(errors.map((e) => e.text)).toEqual([]);
+    expect(bytes).toBeGreaterThan(10_000);
+  });
+
+  it("fails a file that reaches the pg driver, so the check can fail", async () => {
+    const { errors } = await bundleForEdge("shared/drivers/pg.ts");
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.map((e) => e.text).join("\n")).toMatch(/Node built-in "(node:)?(net|events|fs|dns|util|crypto)"/);
+  });
+});
