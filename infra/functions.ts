@@ -90,6 +90,8 @@ export const scheduler = leaseholdFunction("scheduler", {
 export const rescuer = leaseholdFunction("rescuer", { retries: 0 });
 
 export const api = leaseholdFunction("api", {
-  link: [apiToken],
+  // Linked to the scheduler so an enqueue can wake it right after commit.
+  link: [apiToken, scheduler],
+  environment: { LEASEHOLD_SCHEDULER_FUNCTION: scheduler.name },
   url: true,
 });

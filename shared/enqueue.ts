@@ -68,7 +68,7 @@ export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[]):
     const parsed = (type.schema as z.ZodType).safeParse(payload);
     if (!parsed.success) {
       throw new ValidationError(
-        `invalid payload for ${type.name}: ${parsed.error.issues.map((e) => `${["payload", ...e.path].join(".")}: ${e.message}`).join("; ")}`,
+        `invalid payload for ${type.name}: ${parsed.error.issues.map((e) => `${[...at(i), "payload", ...e.path].join(".")}: ${e.message}`).join("; ")}`,
         parsed.error.issues.map((e) => ({ path: [...at(i), "payload", ...(e.path as (string | number)[])], message: e.message })),
       );
     }
@@ -94,7 +94,7 @@ export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[]):
     }
     queues[i] = opts.queue ?? type.queue;
     names[i] = type.name;
-    payloads[i] = JSON.stringify(payload ?? null);
+    payloads[i] = storable(type.name, payload, at(i));
     priorities[i] = opts.priority ?? type.priority;
     runAts[i] = opts.runAt ?? null;
     delays[i] = opts.delayMs ?? 0;
@@ -109,6 +109,24 @@ export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[]):
     queues, names, payloads, priorities, runAts, delays, maxAttempts, leases, backoffs, groups, dedupeKeys,
   ]);
   return rows;
+}
+
+/** The payload as JSON Postgres can store, or a ValidationError saying why not. */
+function storable(name: string, payload: unknown, at: (string | number)[]): string {
+  let json: string;
+  try {
+    json = JSON.stringify(payload ?? null);
+  } catch (err) {
+    throw new ValidationError(`invalid payload for ${name}: ${(err as Error).message}`, [
+      { path: [...at, "payload"], message: "must be serializable as JSON" },
+    ]);
+  }
+  if (json.includes("\\u0000")) {
+    throw new ValidationError(`invalid payload for ${name}: contains the NUL character`, [
+      { path: [...at, "payload"], message: "must not contain the NUL character (Postgres jsonb cannot store it)" },
+    ]);
+  }
+  return json;
 }
 
 /** Enqueues one job; see `enqueueJobs`. */

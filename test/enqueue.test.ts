@@ -121,3 +121,19 @@ describe.each(drivers)("enqueue (%s driver)", (driver) => {
     expect(await count()).toBe(before);
   });
 });
+
+describe("enqueue refuses payloads Postgres cannot store", () => {
+  it("names a NUL character and a circular payload as validation errors, before any write", async () => {
+    const { z } = await import("zod");
+    const { defineJob } = await import("../shared/job.ts");
+    const loose = defineJob({ name: "loose", schema: z.any(), handler: () => {} });
+    const nowhere: Queryable = { query: () => Promise.reject(new Error("must not be reached")) };
+    const nul = await enqueue({ db: nowhere, schema: "x" }, loose, { s: "a\u0000b" }).catch((e: unknown) => e);
+    expect(nul).toBeInstanceOf(ValidationError);
+    expect((nul as ValidationError).issues[0]!.path).toEqual(["payload"]);
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    const circ = await enqueue({ db: nowhere, schema: "x" }, loose, circular).catch((e: unknown) => e);
+    expect(circ).toBeInstanceOf(ValidationError);
+  });
+});
