@@ -1,0 +1,47 @@
+import { parseArgs } from "node:util";
+import { startDemoTraffic } from "./demo-traffic.ts";
+import { startDevStack } from "./stack.ts";
+
+/**
+ * `npm run dev`: the whole system locally. Honours PORT, DATABASE_URL and
+ * LEASEHOLD_API_TOKEN; `--jobs <module>` runs your own job types;
+ * `--no-demo` starts without the example traffic.
+ */
+const { values } = parseArgs({
+  options: {
+    jobs: { type: "string" },
+    "no-demo": { type: "boolean", default: false },
+    verbose: { type: "boolean", default: false },
+  },
+});
+
+const stack = await startDevStack({
+  databaseUrl: process.env.DATABASE_URL || undefined,
+  port: process.env.PORT ? Number(process.env.PORT) : 8787,
+  apiToken: process.env.LEASEHOLD_API_TOKEN || undefined,
+  jobsModule: values.jobs,
+  onLog: values.verbose ? (fn, line) => console.log(`[${fn}] ${line}`) : undefined,
+});
+const demo = values["no-demo"] || values.jobs ? null : startDemoTraffic(stack.apiUrl, stack.apiToken);
+
+console.log(`
+Leasehold is running.
+  dashboard   ${stack.dashboardUrl}
+  API         ${stack.apiUrl}   (Authorization: Bearer ${stack.apiToken})
+  Lambda      ${stack.lambdaUrl}   (local Invoke API: runner, scheduler, rescuer)
+  Postgres    ${stack.databaseUrl.replace(/:[^:@/]+@/, ":***@")}
+${demo ? "Example jobs are being enqueued (--no-demo to stop that); the crashing one ends dead after 3 rescues." : ""}
+Ctrl-C stops everything.`);
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  console.log("stopping...");
+  demo?.stop();
+  await stack.close();
+  console.log("stopped");
+  process.exit(0);
+};
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);
