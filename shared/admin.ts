@@ -114,7 +114,7 @@ where ($1::leasehold.job_status is null or status = $1::leasehold.job_status)
   and ($2::text is null or queue = $2::text)
   and ($3::text is null or name = $3::text)
   and ($4::bigint is null or id < $4::bigint)
-order by id desc
+order by jobs.id desc
 limit $5::integer`;
 
 /** Jobs newest first, filtered, a page at a time. */
@@ -125,4 +125,39 @@ export async function listJobs(store: Store, filter: ListFilter = {}): Promise<{
   ]);
   const page = rows.slice(0, limit).map(toJob);
   return { jobs: page, nextCursor: rows.length > limit ? page[page.length - 1]!.id : null };
+}
+
+const RETRY_DEAD_JOBS = `
+with picked as (
+  select id from leasehold.jobs
+  where status = 'dead' and ($1::text is null or queue = $1::text) and ($2::bigint is null or id < $2::bigint)
+  order by id desc
+  limit $3::integer
+  for update skip locked
+), retried as (
+  update leasehold.jobs j set status = 'queued', attempts = 0, run_at = now(), finished_at = null
+  from picked where j.id = picked.id
+  returning j.id
+)
+select (select count(*)::integer from retried) as retried,
+       (select count(*)::integer from picked) as picked,
+       (select min(id)::text from picked) as last_id`;
+
+/**
+ * Retries up to `limit` dead jobs (of one queue, if given) with ids below
+ * `beforeId`, newest first, in one statement. Page on with `nextBeforeId`
+ * until it is null: jobs that die again meanwhile are below no cursor and
+ * are not retried twice.
+ */
+export async function retryDeadJobs(
+  store: Store,
+  options: { queue?: string; beforeId?: string; limit?: number } = {},
+): Promise<{ retried: number; nextBeforeId: string | null }> {
+  const limit = options.limit ?? 1_000;
+  const { rows } = await store.db.query<{ retried: number; picked: number; last_id: string | null }>(
+    sql(store.schema, RETRY_DEAD_JOBS),
+    [options.queue ?? null, options.beforeId ?? null, limit],
+  );
+  const row = rows[0]!;
+  return { retried: row.retried, nextBeforeId: row.picked < limit ? null : row.last_id };
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cancelJob, getJob, listJobs, retryJob } from "../shared/admin.ts";
+import { cancelJob, getJob, listJobs, retryDeadJobs, retryJob } from "../shared/admin.ts";
 import { claimJobs } from "../shared/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { completeJobs, failJobs } from "../shared/settle.ts";
@@ -95,5 +95,37 @@ describe.each(drivers)("operator actions and views (%s driver)", (driver) => {
     expect(await getJob(t, pending.id)).not.toBeNull();
     const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".job_attempts where job_id = $1`, [old]);
     expect(rows[0]!.n).toBe(0);
+  });
+});
+
+describe.each(drivers)("listing and bulk retry across id widths (%s driver)", (driver) => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb(driver);
+  });
+  afterAll(() => t.drop());
+
+  it("pages in numeric id order, across 9 -> 10 -> 11, and bulk-retries every dead job once", async () => {
+    const { noop } = await import("./support/jobs.ts");
+    const ids = (await enqueueJobs(t, Array.from({ length: 11 }, (_, n) => job(noop, { n }, { queue: "wide", maxAttempts: 1 })))).map((r) => r.id);
+    await t.admin.query(`update "${t.schema}".jobs set status = 'dead', finished_at = now() where queue = 'wide'`);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await listJobs(t, { status: "dead", queue: "wide", limit: 2, cursor });
+      seen.push(...page.jobs.map((j) => j.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(seen).toEqual([...ids].sort((a, b) => Number(b) - Number(a)));
+    let retried = 0;
+    let beforeId: string | undefined;
+    do {
+      const batch = await retryDeadJobs(t, { queue: "wide", beforeId, limit: 4 });
+      retried += batch.retried;
+      beforeId = batch.nextBeforeId ?? undefined;
+    } while (beforeId);
+    expect(retried).toBe(11);
+    const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".jobs where queue = 'wide' and status = 'queued' and attempts = 0`);
+    expect(rows[0]!.n).toBe(11);
   });
 });

@@ -1,0 +1,99 @@
+import { getJob } from "../../shared/admin.ts";
+import { enqueue } from "../../shared/enqueue.ts";
+import { ValidationError } from "../../shared/errors.ts";
+import type { EnqueueOptions } from "../../shared/job.ts";
+import { expectPositionals, parseDurationMs, parseInteger } from "../args.ts";
+import { option, type Command, type Values } from "../command.ts";
+import { CliError, EXIT, usageError } from "../errors.ts";
+import { when } from "../format.ts";
+
+/** Each enqueue option as the flag that sets it, so an issue names what the user typed. */
+const FLAGS: Record<string, string> = {
+  queue: "--queue", delayMs: "--delay", priority: "--priority", maxAttempts: "--max-attempts", dedupeKey: "--dedupe-key", group: "--group",
+};
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function enqueueOptions(values: Values): EnqueueOptions {
+  const options: EnqueueOptions = {};
+  const queue = option(values, "queue");
+  const delay = option(values, "delay");
+  const priority = option(values, "priority");
+  const maxAttempts = option(values, "max-attempts");
+  const dedupeKey = option(values, "dedupe-key");
+  const group = option(values, "group");
+  if (queue !== undefined) options.queue = queue;
+  if (delay !== undefined) options.delayMs = parseDurationMs("delay", delay);
+  if (priority !== undefined) options.priority = parseInteger("priority", priority, -32768, 32767);
+  if (maxAttempts !== undefined) options.maxAttempts = parseInteger("max-attempts", maxAttempts, 1, 1000);
+  if (dedupeKey !== undefined) options.dedupeKey = dedupeKey;
+  if (group !== undefined) options.group = group;
+  return options;
+}
+
+export const enqueueCommand: Command = {
+  name: "enqueue",
+  summary: "Enqueue one job, its payload checked by the job type's schema",
+  help: `leasehold enqueue <name> <json> [options]
+
+Enqueues a job of type <name> (from --jobs, default jobs/index.ts) with the
+JSON payload <json>; pass - to read the payload from stdin. The payload is
+checked by the job type's zod schema first: if it is refused, each bad field
+is named, nothing is written, and the exit code is 2.
+
+Options:
+  --queue <q>            queue to put it on (default: the job type's)
+  --delay <duration>     run after this long: 1500ms, 30s, 5m, 2h, 7d
+  --priority <n>         higher runs first (-32768 to 32767)
+  --max-attempts <n>     attempts before it is dead (1 to 1000)
+  --dedupe-key <k>       while a job of this type with key k is pending, return it instead
+  --group <g>            tenant or other group the job belongs to
+
+Examples:
+  leasehold enqueue email.welcome '{"to":"ada@example.com","name":"Ada"}'
+  leasehold enqueue report.generate '{"reportId":"r1"}' --delay 5m --priority 10
+  cat payload.json | leasehold enqueue report.generate - --json`,
+  options: {
+    queue: { type: "string" },
+    delay: { type: "string" },
+    priority: { type: "string" },
+    "max-attempts": { type: "string" },
+    "dedupe-key": { type: "string" },
+    group: { type: "string" },
+  },
+  async run(ctx, positionals, values) {
+    const [name, text] = expectPositionals(positionals, ["name", "json"]) as [string, string];
+    const options = enqueueOptions(values);
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text === "-" ? await readStdin() : text);
+    } catch (err) {
+      throw usageError(`the payload is not valid JSON: ${(err as Error).message}`);
+    }
+    const registry = await ctx.registry();
+    const type = registry.get(name);
+    if (!type) {
+      throw new CliError(EXIT.usage, `unknown job type ${JSON.stringify(name)}; known types: ${[...registry.keys()].join(", ")}`, "unknown_job_type", { name });
+    }
+    let result;
+    try {
+      result = await enqueue(ctx.store(), type, payload, options);
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      const issues = err.issues.map((i) => ({ ...i, path: FLAGS[String(i.path[0])] ? [FLAGS[String(i.path[0])]!] : i.path }));
+      throw new ValidationError(`${name} refused: nothing was enqueued`, issues);
+    }
+    const job = await getJob(ctx.store(), result.id);
+    if (!job) throw new Error(`job ${result.id} was enqueued but is gone already`);
+    const { attemptHistory: _, ...record } = job;
+    ctx.output({ ...record, existing: result.existing }, () =>
+      result.existing
+        ? `job ${result.id} (${name}) is already pending with dedupe key ${JSON.stringify(options.dedupeKey)}; nothing enqueued`
+        : `enqueued job ${result.id}: ${name} on queue ${record.queue}, runs at ${when(record.runAt)}`,
+    );
+  },
+};

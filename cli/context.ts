@@ -1,0 +1,152 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import pg from "pg";
+import { DEFAULT_SCHEMA } from "../shared/config.ts";
+import { schemaIdent, type Pool, type Store } from "../shared/db.ts";
+import type { Registry } from "../shared/job.ts";
+import { CliError, EXIT, usageError } from "./errors.ts";
+
+/**
+ * The dev stack's embedded Postgres (`npm run dev`; port and password as in
+ * `dev/stack.ts` and `dev/embedded-postgres.ts`): the default when DATABASE_URL is unset.
+ */
+export const DEV_DATABASE_URL = `postgres://postgres:leasehold@127.0.0.1:${process.env.LEASEHOLD_DEV_PG_PORT || 54329}/postgres`;
+export const DEFAULT_JOBS_MODULE = fileURLToPath(new URL("../jobs/index.ts", import.meta.url));
+/** A CLI run needs few connections; retry-all uses them in parallel. */
+const POOL_SIZE = 4;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export interface GlobalValues {
+  "database-url"?: string;
+  schema?: string;
+  jobs?: string;
+  json?: boolean;
+}
+
+/** What a command runs against and writes to. The database is connected on first use. */
+export interface Context {
+  readonly schema: string;
+  readonly json: boolean;
+  /** The database URL with its password masked: safe to print. */
+  readonly database: string;
+  /** True when neither --database-url nor DATABASE_URL was given. */
+  readonly usingDevDefault: boolean;
+  /** The raw secrets, so error messages can be scrubbed of them. */
+  readonly secrets: string[];
+  pool(): Pool;
+  store(): Store;
+  /** The job types of `--jobs` (default `jobs/index.ts`). */
+  registry(): Promise<Registry>;
+  /** The command's result: `data` as one JSON document with --json, else the human text. */
+  output(data: unknown, human: () => string): void;
+  /** A progress line on stderr, for long operations. */
+  progress(line: string): void;
+  close(): Promise<void>;
+}
+
+/** The URL with its password replaced by `***`. */
+export function maskUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(unparsable url)";
+  }
+}
+
+function checkedUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw usageError("the database URL is not a URL: expected postgres://user:password@host:port/database");
+  }
+  if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") {
+    throw usageError(`the database URL must start with postgres:// or postgresql://, not ${parsed.protocol}//`);
+  }
+  return url;
+}
+
+/**
+ * The strings of a URL that reveal its password: the URL itself and its
+ * `:password@` part. (A bare password could be a common word, like the dev
+ * stack's, and scrubbing it would garble messages.)
+ */
+function urlSecrets(url: string): string[] {
+  try {
+    const { password } = new URL(url);
+    return password ? [url, `:${password}@`, `:${decodeURIComponent(password)}@`] : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Every database URL and password in the command line and environment: never to be printed, even before a context exists. */
+export function secretsOf(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): string[] {
+  const secrets: string[] = [];
+  for (const candidate of [...argv, ...argv.map((a) => a.replace(/^--database-url=/, "")), env.DATABASE_URL ?? ""]) {
+    secrets.push(...urlSecrets(candidate));
+  }
+  return secrets;
+}
+
+export async function loadRegistry(module: string | undefined): Promise<Registry> {
+  const file = module ? resolve(process.cwd(), module) : DEFAULT_JOBS_MODULE;
+  if (!existsSync(file)) throw usageError(`--jobs: no such file ${file}`);
+  let exported: { registry?: unknown };
+  try {
+    exported = await import(pathToFileURL(file).href);
+  } catch (err) {
+    throw new CliError(EXIT.failed, `could not load job types from ${file}: ${(err as Error).message}`, "jobs_module");
+  }
+  if (!(exported.registry instanceof Map)) {
+    throw usageError(`${file} does not export \`registry\` (make one with createRegistry([...]))`);
+  }
+  return exported.registry as Registry;
+}
+
+export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = process.env): Context {
+  const given = values["database-url"] ?? (env.DATABASE_URL || undefined);
+  const url = checkedUrl(given ?? DEV_DATABASE_URL);
+  const schema = values.schema ?? (env.LEASEHOLD_SCHEMA || DEFAULT_SCHEMA);
+  try {
+    schemaIdent(schema);
+  } catch {
+    throw usageError(`invalid schema name ${JSON.stringify(schema)}: use lowercase letters, digits and _`);
+  }
+  const json = values.json ?? false;
+  let pool: pg.Pool | null = null;
+  let registry: Promise<Registry> | null = null;
+
+  const getPool = (): Pool => {
+    if (!pool) {
+      // pg directly rather than shared/drivers/pg.ts, for the connect timeout:
+      // an unreachable host should fail in seconds, not hang.
+      pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+      pool.on("error", () => {}); // an idle client's lost connection: the next query reports it
+    }
+    return pool as unknown as Pool;
+  };
+
+  return {
+    schema,
+    json,
+    database: maskUrl(url),
+    usingDevDefault: given === undefined,
+    secrets: urlSecrets(url),
+    pool: getPool,
+    store: () => ({ db: getPool(), schema }),
+    registry: () => (registry ??= loadRegistry(values.jobs)),
+    output(data, human) {
+      process.stdout.write(json ? `${JSON.stringify(data, null, 2)}\n` : `${human()}\n`);
+    },
+    progress(line) {
+      process.stderr.write(`${line}\n`);
+    },
+    async close() {
+      await pool?.end();
+    },
+  };
+}

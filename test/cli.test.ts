@@ -1,0 +1,283 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getJob } from "../shared/admin.ts";
+import { claimJobs } from "../shared/claim.ts";
+import { enqueue } from "../shared/enqueue.ts";
+import { failJobs } from "../shared/settle.ts";
+import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
+import { noop } from "./support/jobs.ts";
+
+const BIN = fileURLToPath(new URL("../cli/bin.mjs", import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  json: any;
+}
+
+describe("the leasehold CLI", () => {
+  let t: TestDb;
+  let tmp: string;
+  beforeAll(async () => {
+    t = await createTestDb("pg");
+    tmp = mkdtempSync(join(tmpdir(), "leasehold-cli-"));
+  });
+  afterAll(async () => {
+    rmSync(tmp, { recursive: true, force: true });
+    await t.drop();
+  });
+
+  /** Runs `node cli/bin.mjs ...args` against the test schema, the way a user would. */
+  const cli = (args: string[], options: { env?: Record<string, string>; cwd?: string; input?: string } = {}) =>
+    new Promise<Run>((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, ...args], {
+        cwd: options.cwd ?? tmp,
+        env: { ...process.env, DATABASE_URL: databaseUrl(), LEASEHOLD_SCHEMA: t.schema, LEASEHOLD_DEV_PG_PORT: "", ...options.env },
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      child.on("error", reject);
+      child.on("close", (code) => {
+        let json: unknown;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          json = undefined;
+        }
+        resolve({ code, stdout, stderr, json });
+      });
+      child.stdin.end(options.input ?? "");
+    });
+
+  const countJobs = async () =>
+    (await t.admin.query<{ n: number }>(`select count(*)::int as n from "${t.schema}".jobs`)).rows[0]!.n;
+
+  const killOne = async (queue: string) => {
+    const { id } = await enqueue(t, noop, { n: 0 }, { queue, maxAttempts: 1 });
+    const [c] = await claimJobs(t, { queue, runnerId: "runner-1", limit: 1, maxLeaseMs: 60_000 });
+    await failJobs(t, [{ ...c!, outcome: "failed", error: "kaput", retryDelayMs: 0 }]);
+    return id;
+  };
+
+  it("prints help, and refuses no command, unknown commands and unknown options with 2", async () => {
+    const [help, enqueueHelp, none, unknown, badOption] = await Promise.all([
+      cli(["--help"]),
+      cli(["enqueue", "--help"]),
+      cli([]),
+      cli(["frobnicate"]),
+      cli(["jobs", "--bogus"]),
+    ]);
+    expect(help.code).toBe(0);
+    for (const name of ["migrate", "enqueue", "jobs", "job", "retry", "cancel", "stats", "prune"]) expect(help.stdout).toContain(`  ${name} `);
+    expect(help.stdout).toContain("postgres://postgres:***@127.0.0.1:54329/postgres");
+    expect(help.stdout).toMatch(/3 job not found, 4 conflict/);
+    expect(enqueueHelp.code).toBe(0);
+    expect(enqueueHelp.stdout).toContain("--dedupe-key");
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("Commands:");
+    expect(unknown).toMatchObject({ code: 2, stderr: expect.stringContaining('unknown command "frobnicate"') });
+    expect(badOption).toMatchObject({ code: 2, stderr: expect.stringContaining("--bogus") });
+  });
+
+  it("migrates a fresh schema, then finds nothing to do", async () => {
+    const schema = `${t.schema}_m`;
+    try {
+      const first = await cli(["migrate", "--schema", schema, "--json"]);
+      expect(first.code).toBe(0);
+      expect(first.json).toEqual({ schema, applied: expect.arrayContaining([1, 2]) });
+      const again = await cli(["migrate", "--schema", schema]);
+      expect(again).toMatchObject({ code: 0, stdout: `schema ${schema} is up to date\n` });
+    } finally {
+      await t.admin.query(`drop schema if exists "${schema}" cascade`);
+    }
+  });
+
+  it("enqueues a job with its options, and from stdin", async () => {
+    const [withOptions, plain, fromStdin] = await Promise.all([
+      cli(["enqueue", "report.generate", '{"reportId":"r1"}', "--queue", "reports", "--delay", "30s", "--priority", "7",
+        "--max-attempts", "2", "--dedupe-key", "r1", "--json"]),
+      cli(["enqueue", "email.welcome", '{"to":"ada@example.com","name":"Ada"}']),
+      cli(["enqueue", "email.welcome", "-", "--json"], { input: '{"to":"bob@example.com","name":"Bob"}' }),
+    ]);
+    expect(withOptions.code).toBe(0);
+    expect(withOptions.json).toMatchObject({ name: "report.generate", queue: "reports", priority: 7, maxAttempts: 2, dedupeKey: "r1", existing: false });
+    const stored = (await getJob(t, withOptions.json.id))!;
+    expect(stored.runAt.getTime() - stored.createdAt.getTime()).toBeGreaterThanOrEqual(29_000);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(/^enqueued job \d+: email\.welcome on queue default/);
+    expect(fromStdin.json).toMatchObject({ payload: { to: "bob@example.com", name: "Bob" } });
+
+    const duplicate = await cli(["enqueue", "report.generate", '{"reportId":"r2"}', "--dedupe-key", "r1", "--json"]);
+    expect(duplicate.json).toMatchObject({ id: withOptions.json.id, existing: true });
+  });
+
+  it("refuses a bad payload with 2, naming the field, and writes nothing", async () => {
+    const before = await countJobs();
+    const [human, json, unknownType, notJson, badPriority, badDelay, badQueue] = await Promise.all([
+      cli(["enqueue", "email.welcome", '{"to":"not-an-email","name":"Ada"}']),
+      cli(["enqueue", "email.welcome", '{"to":"ada@example.com"}', "--json"]),
+      cli(["enqueue", "email.goodbye", "{}"]),
+      cli(["enqueue", "email.welcome", "{to:"]),
+      cli(["enqueue", "email.welcome", '{"to":"ada@example.com","name":"Ada"}', "--priority", "99999"]),
+      cli(["enqueue", "email.welcome", '{"to":"ada@example.com","name":"Ada"}', "--delay", "30"]),
+      cli(["enqueue", "email.welcome", '{"to":"ada@example.com","name":"Ada"}', "--queue", ""]),
+    ]);
+    expect(human.code).toBe(2);
+    expect(human.stderr).toContain("payload.to: Invalid email address");
+    expect(json.code).toBe(2);
+    expect(json.json.error).toMatchObject({ reason: "invalid", exitCode: 2, issues: [{ path: ["payload", "name"] }] });
+    expect(unknownType.code).toBe(2);
+    expect(unknownType.stderr).toMatch(/unknown job type "email\.goodbye".*email\.welcome/);
+    expect(notJson).toMatchObject({ code: 2, stderr: expect.stringContaining("not valid JSON") });
+    expect(badPriority).toMatchObject({ code: 2, stderr: expect.stringContaining("--priority") });
+    expect(badDelay).toMatchObject({ code: 2, stderr: expect.stringContaining("--delay") });
+    expect(badQueue).toMatchObject({ code: 2, stderr: expect.stringContaining("--queue:") });
+    expect(await countJobs()).toBe(before);
+  });
+
+  it("loads job types from --jobs, and refuses a module without a registry", async () => {
+    const zod = pathToFileURL(createRequire(import.meta.url).resolve("zod")).href;
+    const core = new URL("../shared/job.ts", import.meta.url).href;
+    writeFileSync(join(tmp, "jobs.ts"), `import { z } from ${JSON.stringify(zod)};
+import { createRegistry, defineJob } from ${JSON.stringify(core)};
+export const registry = createRegistry([defineJob({ name: "ping", schema: z.object({ n: z.number() }), handler: () => {} })]);\n`);
+    writeFileSync(join(tmp, "empty.ts"), "export const nothing = 1;\n");
+    const [ok, bad, none, missing] = await Promise.all([
+      cli(["enqueue", "ping", '{"n":1}', "--jobs", "jobs.ts", "--json"]),
+      cli(["enqueue", "ping", '{"n":"one"}', "--jobs", "jobs.ts"]),
+      cli(["enqueue", "ping", '{"n":1}', "--jobs", "empty.ts"]),
+      cli(["enqueue", "ping", '{"n":1}', "--jobs", "nope.ts"]),
+    ]);
+    expect(ok.json).toMatchObject({ name: "ping", payload: { n: 1 } });
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining("payload.n:") });
+    expect(none).toMatchObject({ code: 2, stderr: expect.stringContaining("does not export `registry`") });
+    expect(missing).toMatchObject({ code: 2, stderr: expect.stringContaining("no such file") });
+  });
+
+  it("lists jobs newest first, by status and queue, a page at a time", async () => {
+    const dead = [await killOne("list"), await killOne("list"), await killOne("list")];
+    const queued = await enqueue(t, noop, { n: 1 }, { queue: "list" });
+    const [all, deadOnly, firstPage, table, badStatus] = await Promise.all([
+      cli(["jobs", "--queue", "list", "--json"]),
+      cli(["jobs", "--queue", "list", "--status", "dead", "--json"]),
+      cli(["jobs", "--queue", "list", "--status", "dead", "--limit", "2", "--json"]),
+      cli(["jobs", "--queue", "list", "--limit", "2"]),
+      cli(["jobs", "--status", "zombie"]),
+    ]);
+    expect(all.json.jobs.map((j: { id: string }) => j.id)).toEqual([queued.id, ...dead.toReversed()]);
+    expect(deadOnly.json.jobs.map((j: { id: string }) => j.id)).toEqual(dead.toReversed());
+    expect(firstPage.json).toMatchObject({ nextCursor: dead[1] });
+    const next = await cli(["jobs", "--queue", "list", "--status", "dead", "--limit", "2", "--cursor", dead[1]!, "--json"]);
+    expect(next.json).toEqual({ jobs: [expect.objectContaining({ id: dead[0], status: "dead", lastError: "kaput" })], nextCursor: null });
+    expect(table.code).toBe(0);
+    const lines = table.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^\s*ID\s+NAME\s+QUEUE\s+STATUS\s+ATTEMPTS\s+RUN AT\s+LAST ERROR$/);
+    expect(lines[1]).toMatch(new RegExp(`^\\s*${queued.id}\\s+noop\\s+list\\s+queued\\s+0/3\\s`));
+    expect(lines[2]).toMatch(/dead\s+1\/1\s.*kaput$/);
+    expect(lines.at(-1)).toBe(`more: add --cursor ${dead[2]}`);
+    expect(badStatus).toMatchObject({ code: 2, stderr: expect.stringContaining("--status must be one of") });
+  });
+
+  it("shows a job with its attempt history; 3 when there is none, 2 for a bad id", async () => {
+    const id = await killOne("show");
+    const [human, json, missing, missingJson, badId, tooBig] = await Promise.all([
+      cli(["job", id]),
+      cli(["job", id, "--json"]),
+      cli(["job", "999999999"]),
+      cli(["job", "999999999", "--json"]),
+      cli(["job", "abc"]),
+      cli(["job", "99999999999999999999"]),
+    ]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^status\s+dead$/m);
+    expect(human.stdout).toMatch(/^payload\s+\{"n":0\}$/m);
+    expect(human.stdout).toMatch(/^\s*1\s+failed\s+runner-1\s.*kaput$/m);
+    expect(json.json).toMatchObject({ id, status: "dead", attemptHistory: [{ attempt: 1, outcome: "failed", runnerId: "runner-1", error: "kaput" }] });
+    expect(missing).toMatchObject({ code: 3, stderr: "leasehold: job 999999999 does not exist\n" });
+    expect(missingJson.json).toEqual({ error: { reason: "not_found", exitCode: 3, message: "job 999999999 does not exist", id: "999999999" } });
+    expect(badId).toMatchObject({ code: 2, stderr: expect.stringContaining('invalid job id "abc"') });
+    expect(tooBig.code).toBe(2);
+  });
+
+  it("retries a dead job; 4 when it is not dead, 3 when it does not exist", async () => {
+    const id = await killOne("retry");
+    const retried = await cli(["retry", id, "--json"]);
+    expect(retried.json).toMatchObject({ id, status: "queued", attempts: 0 });
+    const [again, missing] = await Promise.all([cli(["retry", id]), cli(["retry", "999999999"])]);
+    expect(again).toMatchObject({ code: 4, stderr: expect.stringContaining(`job ${id} is queued; only a dead job can be retried`) });
+    expect(missing.code).toBe(3);
+  });
+
+  it("retries every dead job of a queue, with progress on stderr, and leaves other queues", async () => {
+    const bulk = [await killOne("bulk"), await killOne("bulk"), await killOne("bulk")];
+    const other = await killOne("bulk-other");
+    const [both, queueAlone] = await Promise.all([cli(["retry", "5", "--all-dead"]), cli(["retry", "5", "--queue", "bulk"])]);
+    expect(both.code).toBe(2);
+    expect(queueAlone.code).toBe(2);
+    const run = await cli(["retry", "--all-dead", "--queue", "bulk"]);
+    expect(run).toMatchObject({ code: 0, stdout: "retried 3 dead jobs on queue bulk\n", stderr: "retried 3/3\n" });
+    for (const id of bulk) expect((await getJob(t, id))!.status).toBe("queued");
+    expect((await getJob(t, other))!.status).toBe("dead");
+    const none = await cli(["retry", "--all-dead", "--queue", "bulk", "--json"]);
+    expect(none.json).toEqual({ retried: 0 });
+  });
+
+  it("cancels a queued job; 4 when it is no longer queued", async () => {
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue: "cancel" });
+    const cancelled = await cli(["cancel", id]);
+    expect(cancelled).toMatchObject({ code: 0, stdout: `cancelled job ${id} (noop on cancel)\n` });
+    const [again, missing] = await Promise.all([cli(["cancel", id, "--json"]), cli(["cancel", "999999999"])]);
+    expect(again.code).toBe(4);
+    expect(again.json.error).toMatchObject({ reason: "conflict", status: "cancelled" });
+    expect(missing.code).toBe(3);
+  });
+
+  it("shows per-queue stats, from any working directory", async () => {
+    await killOne("stats");
+    await enqueue(t, noop, { n: 1 }, { queue: "stats" });
+    await enqueue(t, noop, { n: 2 }, { queue: "stats", delayMs: 60_000 });
+    const [human, json] = await Promise.all([cli(["stats"], { cwd: "/" }), cli(["stats", "--json"])]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^QUEUE\s+READY\s+DELAYED\s+RUNNING\s+DEAD\s+OLDEST READY$/m);
+    expect(human.stdout).toMatch(/^stats\s+1\s+1\s+0\s+1\s+\d+s$/m);
+    expect(json.json.queues).toContainEqual(expect.objectContaining({ queue: "stats", ready: 1, delayed: 1, running: 0, dead: 1 }));
+  });
+
+  it("prunes finished jobs older than the retention, with progress on stderr", async () => {
+    const old = await killOne("prune");
+    const fresh = await killOne("prune");
+    await t.admin.query(`update "${t.schema}".jobs set finished_at = now() - interval '8 days' where id = $1`, [old]);
+    const [badDuration, pruned] = await Promise.all([cli(["prune", "--older-than", "7"]), cli(["prune", "--older-than", "7d", "--json"])]);
+    expect(badDuration).toMatchObject({ code: 2, stderr: expect.stringContaining("--older-than") });
+    expect(pruned.json).toEqual({ deleted: 1, olderThanMs: 7 * 86_400_000 });
+    expect(pruned.stderr).toBe("pruned 1 so far\n");
+    expect(await getJob(t, old)).toBeNull();
+    expect(await getJob(t, fresh)).not.toBeNull();
+  });
+
+  it("fails with 1 and a hint, never printing the password, when the database is unreachable or unmigrated", async () => {
+    const unreachable = { DATABASE_URL: "postgres://ops:s3cret-pw@127.0.0.1:1/queue" };
+    const [human, json, flag, unmigrated] = await Promise.all([
+      cli(["stats"], { env: unreachable }),
+      cli(["jobs", "--json"], { env: unreachable }),
+      cli(["stats", "--database-url", "postgres://ops:s3cret-pw@127.0.0.1:1/queue", "bogus-positional"]),
+      cli(["stats", "--schema", "not_migrated_here"]),
+    ]);
+    expect(human.code).toBe(1);
+    expect(human.stderr).toContain("ECONNREFUSED");
+    expect(human.stderr).toContain("postgres://ops:***@127.0.0.1:1/queue");
+    expect(json.code).toBe(1);
+    expect(json.json.error).toMatchObject({ reason: "failed", code: "ECONNREFUSED" });
+    expect(flag.code).toBe(2);
+    for (const run of [human, json, flag]) expect(run.stdout + run.stderr).not.toContain("s3cret");
+    expect(unmigrated).toMatchObject({ code: 1, stderr: expect.stringContaining("leasehold migrate") });
+  });
+});
