@@ -28,8 +28,13 @@ export interface WorkerOptions {
   runnerId: string;
   /** Jobs run at once. */
   slots: number;
-  /** Jobs claimed per round trip; default `slots`. */
-  claimBatch?: number;
+  /**
+   * Jobs claimed ahead of the free slots. Default: adaptive — none while jobs
+   * take long (no hoarding: other runners can take them), up to
+   * `QUICK_PREFETCH_SLOTS` × slots while they are quick, where each claim's
+   * round trip would otherwise be the limit.
+   */
+  prefetch?: number;
   /** Time left before the runner must be gone; default: no limit. */
   remainingMs?: () => number;
   /** Kept back from `remainingMs` for settling and closing. */
@@ -66,11 +71,18 @@ export interface WorkerSummary {
   stale: number;
 }
 
+/** Jobs that take less than this, on average, are prefetched. */
+export const QUICK_JOB_MS = 50;
+export const QUICK_PREFETCH_SLOTS = 4;
+
 const silent: WorkerLog = { info() {}, warn() {}, error() {} };
 
 export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> {
   const { store, registry, queues, runnerId, slots } = options;
-  const claimBatch = options.claimBatch ?? slots;
+  // Handler durations, smoothed; unknown (so: slow) until the first one ends.
+  let avgJobMs = Number.POSITIVE_INFINITY;
+  const prefetch = () =>
+    options.prefetch ?? (avgJobMs < QUICK_JOB_MS ? QUICK_PREFETCH_SLOTS * slots : 0);
   const remainingMs = options.remainingMs ?? (() => Number.POSITIVE_INFINITY);
   const marginMs = options.marginMs ?? 0;
   const idleMs = options.idleMs ?? 2_000;
@@ -144,7 +156,10 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         jobId: job.id, attempt: job.attempts, maxAttempts: job.maxAttempts, leaseToken: job.leaseToken,
         signal: controller.signal, runnerId, enqueue: follow,
       };
+      const startedAt = Date.now();
       const result = await Promise.race([Promise.resolve().then(() => type.handler(payload, ctx)), timedOut]);
+      const tookMs = Date.now() - startedAt;
+      avgJobMs = avgJobMs === Number.POSITIVE_INFINITY ? tookMs : avgJobMs * 0.9 + tookMs * 0.1;
       if (result === "timeout" || Date.now() >= deadline) {
         settler.fail({ ...lease, outcome: "timeout", error: `timeout: handler ran past its ${job.leaseMs}ms lease`, retryDelayMs: retryDelayMs(job.attempts, job.backoffMs) });
       } else {
@@ -191,7 +206,8 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     pump();
     const maxLeaseMs = remainingMs() - marginMs;
     if (maxLeaseMs <= 0) break;
-    const want = Math.min(claimBatch, slots + claimBatch - running.size - buffer.length);
+    // Claim once the buffer runs low: enough to fill every slot, plus the prefetch.
+    const want = buffer.length <= slots / 2 ? slots + prefetch() - running.size - buffer.length : 0;
     let claimed = 0;
     if (want > 0) {
       wakeRequested = false;

@@ -150,7 +150,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     await enqueueJobs(t, Array.from({ length: 10 }, () => job(slow, {})));
     const deadline = Date.now() + 1_500;
     const summary = await runWorker({
-      store: t, registry: createRegistry([slow]), queues: ["release"], runnerId: "w", slots: 1, claimBatch: 10,
+      store: t, registry: createRegistry([slow]), queues: ["release"], runnerId: "w", slots: 1, prefetch: 9,
       remainingMs: () => deadline - Date.now(), idleMs: 100, pollMs: 20,
     });
     expect(summary.succeeded).toBeGreaterThanOrEqual(1);
@@ -165,6 +165,26 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     ]);
     const released = (await attemptsOf("release")).filter((a) => a.outcome === "released");
     expect(released).toHaveLength(summary.released);
+  });
+
+  it("holds no more slow jobs than it has slots, leaving the rest for other runners", async () => {
+    const slow = defineJob({ name: "slow-hold", schema: z.object({}), queue: "hold", handler: () => sleep(150) });
+    await enqueueJobs(t, Array.from({ length: 10 }, () => job(slow, {})));
+    let held = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const { rows } = await t.admin.query<{ n: number }>(
+          `select count(*)::int as n from "${t.schema}".jobs where queue = 'hold' and status = 'running'`);
+        held = Math.max(held, rows[0]!.n);
+        await sleep(20);
+      }
+    })();
+    const summary = await runWorker({ store: t, registry: createRegistry([slow]), queues: ["hold"], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20 });
+    sampling = false;
+    await sampler;
+    expect(summary.succeeded).toBe(10);
+    expect(held).toBe(2);
   });
 
   it("exits after its idle period when there is nothing to claim", async () => {
