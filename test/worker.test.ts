@@ -184,7 +184,10 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     sampling = false;
     await sampler;
     expect(summary.succeeded).toBe(10);
-    expect(held).toBe(2);
+    // Two running, and at most two more finished but not yet settled; a
+    // runner claiming ahead would hold six or more here.
+    expect(held).toBeGreaterThanOrEqual(2);
+    expect(held).toBeLessThanOrEqual(4);
   });
 
   it("exits after its idle period when there is nothing to claim", async () => {

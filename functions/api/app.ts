@@ -9,12 +9,13 @@ import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
 import type { Store } from "../../shared/db.ts";
 import type { Registry } from "../../shared/job.ts";
-import { queueStats } from "../../shared/stats.ts";
+import { queueStats, throughput } from "../../shared/stats.ts";
 import type { Waker } from "../../shared/wake.ts";
 import { bearerAuth } from "./auth.ts";
+import { registerDashboard } from "./dashboard.ts";
 import { ApiError, errorJson, invalidRequest, toErrorResponse } from "./errors.ts";
 import { registerJobRoutes, type ApiEnv } from "./jobs.ts";
-import { healthRoute, openApiRoute, queuesRoute } from "./routes.ts";
+import { healthRoute, openApiRoute, queuesRoute, throughputRoute } from "./routes.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const API_VERSION = "1.0.0";
@@ -98,7 +99,15 @@ export function createApp(options: AppOptions) {
   registerJobRoutes(app, registry, waker);
 
   app.openapi(queuesRoute, async (c) => c.json({ queues: await queueStats(c.var.store) }, 200));
+  app.openapi(throughputRoute, async (c) => {
+    const { minutes } = c.req.valid("query");
+    const buckets = await throughput(c.var.store, minutes);
+    return c.json({ minutes, buckets: buckets.map((b) => ({ ...b, minute: b.minute.toISOString() })) }, 200);
+  });
   app.openapi(healthRoute, (c) => c.json({ ok: true as const }, 200));
+
+  // The dashboard's page, script and stylesheet: no token, no data (not in the OpenAPI document).
+  registerDashboard(app);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
   const document = () =>

@@ -5,7 +5,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   batchRequestSchema, batchResponseSchema, enqueueRequestSchema, errorSchema, idParamsSchema, jobDetailSchema,
-  jobPageSchema, jobSchema, listQuerySchema, queuesSchema,
+  jobPageSchema, jobSchema, listQuerySchema, queuesSchema, throughputQuerySchema, throughputSchema,
 } from "./schemas.ts";
 
 const security = [{ bearer: [] }];
@@ -78,6 +78,13 @@ export const queuesRoute = createRoute({
   method: "get", path: "/v1/queues", tags: ["queues"], security,
   summary: "Per-queue counts and the age of the oldest ready job",
   responses: { 200: json(queuesSchema, "One entry per queue with pending, running or dead jobs"), 401: failures[401] },
+});
+
+export const throughputRoute = createRoute({
+  method: "get", path: "/v1/throughput", tags: ["queues"], security,
+  summary: "Attempts ended per minute, by outcome, over the last `minutes` minutes (1 to 60, default 15)",
+  request: { query: throughputQuerySchema },
+  responses: { 200: json(throughputSchema, "One bucket per minute, oldest first"), ...failures },
 });
 
 export const healthRoute = createRoute({

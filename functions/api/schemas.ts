@@ -133,6 +133,30 @@ export const queuesSchema = z
   })
   .openapi("Queues");
 
+export const MAX_THROUGHPUT_MINUTES = 60;
+
+export const throughputQuerySchema = z.strictObject({
+  minutes: z.coerce.number().int().min(1).max(MAX_THROUGHPUT_MINUTES).default(15).openapi({
+    type: "integer", minimum: 1, maximum: MAX_THROUGHPUT_MINUTES, default: 15,
+    description: "How many minutes, the current one included.",
+  }),
+});
+
+export const throughputSchema = z
+  .object({
+    minutes: z.number().int(),
+    buckets: z.array(
+      z.object({
+        minute: isoDate.openapi({ description: "The start of the minute." }),
+        succeeded: z.number().int(),
+        failed: z.number().int(),
+        timeout: z.number().int(),
+        leaseExpired: z.number().int().openapi({ description: "Attempts whose lease expired (outcome `lease_expired`)." }),
+      }),
+    ).openapi({ description: "One per minute, oldest first; the last is the current minute so far." }),
+  })
+  .openapi("Throughput");
+
 export const errorSchema = z
   .object({
     error: z.object({
