@@ -54,26 +54,28 @@ returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.
  */
 export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJob[]> {
   if (args.limit <= 0 || args.maxLeaseMs <= 0) return [];
-  const { rows } = await store.db.query<{
-    id: string;
-    queue: string;
-    name: string;
-    payload: unknown;
-    attempts: number;
-    max_attempts: number;
-    lease_ms: number;
-    backoff_ms: number;
-    lease_token: string;
-  }>(sql(store.schema, CLAIM_JOBS), [args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId]);
-  return rows.map((r) => ({
-    id: r.id,
-    queue: r.queue,
-    name: r.name,
-    payload: r.payload,
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    leaseMs: r.lease_ms,
-    backoffMs: r.backoff_ms,
-    leaseToken: r.lease_token,
-  }));
+  const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, CLAIM_JOBS), [
+    args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId,
+  ]);
+  return rows.map(toClaimed);
+}
+
+/** A claimed job as the database returns it. */
+export interface ClaimedRow {
+  id: string;
+  queue: string;
+  name: string;
+  payload: unknown;
+  attempts: number;
+  max_attempts: number;
+  lease_ms: number;
+  backoff_ms: number;
+  lease_token: string;
+}
+
+export function toClaimed(r: ClaimedRow): ClaimedJob {
+  return {
+    id: r.id, queue: r.queue, name: r.name, payload: r.payload, attempts: r.attempts,
+    maxAttempts: r.max_attempts, leaseMs: r.lease_ms, backoffMs: r.backoff_ms, leaseToken: r.lease_token,
+  };
 }

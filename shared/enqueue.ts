@@ -2,6 +2,7 @@ import { z } from "zod";
 import { sql, type Store } from "./db.ts";
 import { ValidationError } from "./errors.ts";
 import type { EnqueuedJob, EnqueueOptions, JobType } from "./job.ts";
+import { toClaimed, type ClaimedJob, type ClaimedRow } from "./claim.ts";
 
 export const enqueueOptionsSchema = z
   .object({
@@ -28,16 +29,77 @@ export function job<S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, 
   return { type, payload, options };
 }
 
-const INSERT_JOBS = `
+const COLUMNS = `
 insert into leasehold.jobs
   (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key)
 select q, n, p::jsonb, pr, coalesce(ra, now() + d * interval '1 millisecond'), ma, lm, bm, g, dk
 from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::timestamptz[], $6::float8[],
             $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[])
-  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk)
+  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk)`;
+
+/** Without dedupe keys there can be no conflict, and no speculative insertion to pay for. */
+const INSERT_JOBS = `${COLUMNS}
+returning id::text, false as existing`;
+
+const INSERT_JOBS_DEDUPED = `${COLUMNS}
 on conflict (name, dedupe_key) where dedupe_key is not null and status in ('queued', 'running')
 do update set dedupe_key = excluded.dedupe_key
 returning id::text, xmax <> 0 as existing`;
+
+/** One job's row, validated. */
+interface Row {
+  queue: string;
+  name: string;
+  payload: string;
+  priority: number;
+  runAt: Date | null;
+  delayMs: number;
+  maxAttempts: number;
+  leaseMs: number;
+  backoffMs: number;
+  group: string | null;
+  dedupeKey: string | null;
+}
+
+/**
+ * Validates one spec (payload by its type's schema, then the options) into
+ * its row. `at` prefixes the path of every issue, e.g. `["jobs", 3]`.
+ */
+function toRow({ type, payload, options }: JobSpec<any>, at: (string | number)[]): Row {
+  const parsed = (type.schema as z.ZodType).safeParse(payload);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((e) => ({ path: [...at, "payload", ...(e.path as (string | number)[])], message: e.message }));
+    throw new ValidationError(
+      `invalid payload for ${type.name}: ${issues.map((e) => `${e.path.join(".")}: ${e.message}`).join("; ")}`,
+      issues,
+    );
+  }
+  let opts: EnqueueOptions = {};
+  if (options) {
+    const checked = enqueueOptionsSchema.safeParse(options);
+    if (!checked.success) {
+      const issues = checked.error.issues.map((e) => ({ path: [...at, ...(e.path as (string | number)[])], message: e.message }));
+      throw new ValidationError(
+        `invalid options for ${type.name}: ${issues.map((e) => `${e.path.join(".")}: ${e.message}`).join("; ")}`,
+        issues,
+      );
+    }
+    opts = checked.data;
+  }
+  return {
+    queue: opts.queue ?? type.queue,
+    name: type.name,
+    payload: storable(type.name, payload, at),
+    priority: opts.priority ?? type.priority,
+    runAt: opts.runAt ?? null,
+    delayMs: opts.delayMs ?? 0,
+    maxAttempts: opts.maxAttempts ?? type.maxAttempts,
+    leaseMs: type.leaseMs,
+    backoffMs: type.backoffMs,
+    group: opts.group ?? null,
+    dedupeKey: opts.dedupeKey ?? null,
+  };
+}
 
 /**
  * Enqueues many jobs in one statement, one round trip. Every payload is
@@ -48,67 +110,52 @@ returning id::text, xmax <> 0 as existing`;
  */
 export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[]): Promise<EnqueuedJob[]> {
   if (specs.length === 0) return [];
-  const n = specs.length;
-  const queues = new Array<string>(n);
-  const names = new Array<string>(n);
-  const payloads = new Array<string>(n);
-  const priorities = new Array<number>(n);
-  const runAts = new Array<Date | null>(n);
-  const delays = new Array<number>(n);
-  const maxAttempts = new Array<number>(n);
-  const leases = new Array<number>(n);
-  const backoffs = new Array<number>(n);
-  const groups = new Array<string | null>(n);
-  const dedupeKeys = new Array<string | null>(n);
+  const rows = specs.map((spec, i) => toRow(spec, specs.length === 1 ? [] : ["jobs", i]));
   const seenKeys = new Set<string>();
-  const at = (i: number) => (n === 1 ? [] : ["jobs", i]);
+  rows.forEach((row, i) => {
+    if (row.dedupeKey === null) return;
+    const key = `${row.name}\u0000${row.dedupeKey}`;
+    if (seenKeys.has(key)) {
+      throw new ValidationError(`dedupe key ${row.dedupeKey} appears twice in one batch`, [
+        { path: ["jobs", i, "dedupeKey"], message: "duplicate dedupe key in batch" },
+      ]);
+    }
+    seenKeys.add(key);
+  });
+  const column = <K extends keyof Row>(k: K) => rows.map((r) => r[k]);
+  const { rows: written } = await store.db.query<{ id: string; existing: boolean }>(
+    sql(store.schema, seenKeys.size > 0 ? INSERT_JOBS_DEDUPED : INSERT_JOBS),
+    [
+      column("queue"), column("name"), column("payload"), column("priority"), column("runAt"), column("delayMs"),
+      column("maxAttempts"), column("leaseMs"), column("backoffMs"), column("group"), column("dedupeKey"),
+    ],
+  );
+  return written;
+}
 
-  for (let i = 0; i < n; i++) {
-    const { type, payload, options } = specs[i]!;
-    const parsed = (type.schema as z.ZodType).safeParse(payload);
-    if (!parsed.success) {
-      throw new ValidationError(
-        `invalid payload for ${type.name}: ${parsed.error.issues.map((e) => `${[...at(i), "payload", ...e.path].join(".")}: ${e.message}`).join("; ")}`,
-        parsed.error.issues.map((e) => ({ path: [...at(i), "payload", ...(e.path as (string | number)[])], message: e.message })),
-      );
-    }
-    let opts: EnqueueOptions = {};
-    if (options) {
-      const checked = enqueueOptionsSchema.safeParse(options);
-      if (!checked.success) {
-        throw new ValidationError(
-          `invalid options for ${type.name}: ${checked.error.issues.map((e) => `${e.path.join(".")}: ${e.message}`).join("; ")}`,
-          checked.error.issues.map((e) => ({ path: [...at(i), ...(e.path as (string | number)[])], message: e.message })),
-        );
-      }
-      opts = checked.data;
-    }
-    if (opts.dedupeKey !== undefined) {
-      const key = `${type.name}\u0000${opts.dedupeKey}`;
-      if (seenKeys.has(key)) {
-        throw new ValidationError(`dedupe key ${opts.dedupeKey} appears twice in one batch`, [
-          { path: [...at(i), "dedupeKey"], message: "duplicate dedupe key in batch" },
-        ]);
-      }
-      seenKeys.add(key);
-    }
-    queues[i] = opts.queue ?? type.queue;
-    names[i] = type.name;
-    payloads[i] = storable(type.name, payload, at(i));
-    priorities[i] = opts.priority ?? type.priority;
-    runAts[i] = opts.runAt ?? null;
-    delays[i] = opts.delayMs ?? 0;
-    maxAttempts[i] = opts.maxAttempts ?? type.maxAttempts;
-    leases[i] = type.leaseMs;
-    backoffs[i] = type.backoffMs;
-    groups[i] = opts.group ?? null;
-    dedupeKeys[i] = opts.dedupeKey ?? null;
+const INSERT_CLAIMED = `
+insert into leasehold.jobs
+  (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key,
+   status, attempts, lease_token, lease_expires_at, runner_id, started_at)
+values ($1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text,
+   'running', 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now())
+returning id::text, queue, name, payload, attempts, max_attempts, lease_ms, backoff_ms, lease_token::text`;
+
+/**
+ * Enqueues one job already claimed by `runnerId`: the insert is the claim
+ * (attempt 1 counted, a fresh lease token, the lease expiry, the runner id),
+ * so a runner can start a follow-up job without a claim round trip. Only for
+ * a job to run now, without a dedupe key.
+ */
+export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId: string): Promise<ClaimedJob> {
+  const row = toRow(spec, []);
+  if (row.dedupeKey !== null || row.runAt !== null || row.delayMs > 0) {
+    throw new Error("enqueueClaimed takes only jobs to run now, without a dedupe key");
   }
-
-  const { rows } = await store.db.query<{ id: string; existing: boolean }>(sql(store.schema, INSERT_JOBS), [
-    queues, names, payloads, priorities, runAts, delays, maxAttempts, leases, backoffs, groups, dedupeKeys,
+  const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), [
+    row.queue, row.name, row.payload, row.priority, row.maxAttempts, row.leaseMs, row.backoffMs, row.group, runnerId,
   ]);
-  return rows;
+  return toClaimed(rows[0]!);
 }
 
 /** The payload as JSON Postgres can store, or a ValidationError saying why not. */

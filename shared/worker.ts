@@ -2,7 +2,8 @@ import type { z } from "zod";
 import { retryDelayMs } from "./backoff.ts";
 import { claimJobs, type ClaimedJob } from "./claim.ts";
 import type { Store } from "./db.ts";
-import { enqueue } from "./enqueue.ts";
+import { enqueue, enqueueClaimed } from "./enqueue.ts";
+import { PrefetchGauge } from "./prefetch.ts";
 import type { EnqueueOptions, JobContext, JobType, Registry } from "./job.ts";
 import { extendLease } from "./settle.ts";
 import { Settler, type SettleOutcome } from "./settler.ts";
@@ -29,10 +30,9 @@ export interface WorkerOptions {
   /** Jobs run at once. */
   slots: number;
   /**
-   * Jobs claimed ahead of the free slots. Default: adaptive — none while jobs
-   * take long (no hoarding: other runners can take them), up to
-   * `QUICK_PREFETCH_SLOTS` × slots while they are quick, where each claim's
-   * round trip would otherwise be the limit.
+   * Jobs claimed ahead of the free slots. Default: adaptive (`PrefetchGauge`):
+   * what the slots will finish while the next claim is under way; none for
+   * slow jobs, so other runners can take them.
    */
   prefetch?: number;
   /** Time left before the runner must be gone; default: no limit. */
@@ -71,18 +71,12 @@ export interface WorkerSummary {
   stale: number;
 }
 
-/** Jobs that take less than this, on average, are prefetched. */
-export const QUICK_JOB_MS = 50;
-export const QUICK_PREFETCH_SLOTS = 4;
-
 const silent: WorkerLog = { info() {}, warn() {}, error() {} };
 
 export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> {
   const { store, registry, queues, runnerId, slots } = options;
-  // Handler durations, smoothed; unknown (so: slow) until the first one ends.
-  let avgJobMs = Number.POSITIVE_INFINITY;
-  const prefetch = () =>
-    options.prefetch ?? (avgJobMs < QUICK_JOB_MS ? QUICK_PREFETCH_SLOTS * slots : 0);
+  const gauge = new PrefetchGauge();
+  const prefetch = () => options.prefetch ?? gauge.size();
   const remainingMs = options.remainingMs ?? (() => Number.POSITIVE_INFINITY);
   const marginMs = options.marginMs ?? 0;
   const idleMs = options.idleMs ?? 2_000;
@@ -95,6 +89,8 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const started = new Map<string, { queue: string; name: string; attempt: number; at: number }>();
   let wake: (() => void) | null = null;
   let wakeRequested = false;
+  // The loop waits for a free slot (not for new work): a finishing job wakes it.
+  let waitingForSlot = false;
   let queueTurn = 0;
   let lastWorkAt = Date.now();
 
@@ -127,10 +123,25 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   );
 
   const served = new Set(queues);
+  // The last claim found the queue drained: a follow-up job jumps no queue.
+  let drained = false;
   const follow = async <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, opts?: EnqueueOptions) => {
-    const result = await enqueue(store, type, payload, opts);
     const queue = opts?.queue ?? type.queue;
-    if (served.has(queue) && !opts?.runAt && !opts?.delayMs) {
+    const now = served.has(queue) && !opts?.runAt && !opts?.delayMs;
+    // Hand-off: nothing waits here, the queue is drained, and the lease fits,
+    // so the job is inserted already claimed by this runner and starts as soon
+    // as a slot is free (the one its parent is about to leave), with no claim
+    // round trip. Invariants hold: the insert is the claim.
+    if (now && !opts?.dedupeKey && drained && buffer.length === 0 && type.leaseMs <= remainingMs() - marginMs) {
+      const sentAt = Date.now();
+      const job = await enqueueClaimed(store, { type, payload, options: opts }, runnerId);
+      summary.claimed++;
+      buffer.unshift({ job, deadline: sentAt + job.leaseMs });
+      pump();
+      return { id: job.id, existing: false };
+    }
+    const result = await enqueue(store, type, payload, opts);
+    if (now) {
       wakeRequested = true;
       wake?.();
     }
@@ -156,10 +167,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         jobId: job.id, attempt: job.attempts, maxAttempts: job.maxAttempts, leaseToken: job.leaseToken,
         signal: controller.signal, runnerId, enqueue: follow,
       };
-      const startedAt = Date.now();
       const result = await Promise.race([Promise.resolve().then(() => type.handler(payload, ctx)), timedOut]);
-      const tookMs = Date.now() - startedAt;
-      avgJobMs = avgJobMs === Number.POSITIVE_INFINITY ? tookMs : avgJobMs * 0.9 + tookMs * 0.1;
       if (result === "timeout" || Date.now() >= deadline) {
         settler.fail({ ...lease, outcome: "timeout", error: `timeout: handler ran past its ${job.leaseMs}ms lease`, retryDelayMs: retryDelayMs(job.attempts, job.backoffMs) });
       } else {
@@ -170,13 +178,14 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       settler.fail({ ...lease, outcome: "failed", error, retryDelayMs: retryDelayMs(job.attempts, job.backoffMs) });
     } finally {
       clearTimeout(timer);
+      gauge.jobFinished();
     }
   };
 
   // Starts buffered jobs while slots are free. A job held in the buffer for
   // over half its lease is renewed first if the invocation can still cover a
   // full lease, else given back uncharged; the renewal holds its slot.
-  const pump = () => {
+  function pump() {
     while (running.size < slots && buffer.length > 0) {
       const { job, deadline } = buffer.shift()!;
       const p = (async () => {
@@ -196,26 +205,30 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       })().finally(() => {
         running.delete(p);
         pump();
-        wake?.();
+        if (waitingForSlot) wake?.();
       });
       running.add(p);
     }
-  };
+  }
 
   for (;;) {
     pump();
     const maxLeaseMs = remainingMs() - marginMs;
     if (maxLeaseMs <= 0) break;
     // Claim once the buffer runs low: enough to fill every slot, plus the prefetch.
-    const want = buffer.length <= slots / 2 ? slots + prefetch() - running.size - buffer.length : 0;
+    const ahead = prefetch();
+    const want = buffer.length <= Math.max(slots, ahead) / 2 ? slots + ahead - running.size - buffer.length : 0;
     let claimed = 0;
     if (want > 0) {
       wakeRequested = false;
       for (let tried = 0; tried < queues.length && claimed === 0; tried++) {
         const queue = queues[queueTurn++ % queues.length]!;
         const sentAt = Date.now();
+        const sent = performance.now();
         const jobs = await claimJobs(store, { queue, runnerId, limit: want, maxLeaseMs });
+        gauge.claimTook(performance.now() - sent);
         claimed = jobs.length;
+        drained = claimed < want;
         summary.claimed += claimed;
         for (const job of jobs) buffer.push({ job, deadline: sentAt + job.leaseMs });
       }
@@ -225,6 +238,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     if (running.size === 0 && buffer.length === 0 && Date.now() - lastWorkAt >= idleMs) break;
     if (running.size > 0) lastWorkAt = Date.now();
     // Nothing to claim, or every slot busy: wait for a slot, a follow-up job, or the poll.
+    waitingForSlot = want <= 0;
     await new Promise<void>((resolve) => {
       const idle = running.size === 0 && buffer.length === 0;
       const untilIdle = idleMs - (Date.now() - lastWorkAt);

@@ -105,3 +105,29 @@ describe("the scheduler's fan-out", () => {
     expect(runnersToStart({ ...base, ready: 10_000, live: 0, budget: 4 })).toBe(4);
   });
 });
+
+import { MAX_PREFETCH, PrefetchGauge } from "../shared/prefetch.ts";
+
+describe("the prefetch gauge", () => {
+  it("claims nothing ahead before it has measured anything", () => {
+    expect(new PrefetchGauge(0).size(0)).toBe(0);
+  });
+  it("claims ahead what the slots finish during two claim round trips", () => {
+    const g = new PrefetchGauge(0);
+    g.claimTook(4);
+    for (let i = 0; i < 100; i++) g.jobFinished(); // 100 jobs in 10 ms: 10 per ms
+    expect(g.size(10)).toBe(2 * 5 * 4); // smoothed rate 5/ms after one window
+    for (let i = 0; i < 100; i++) g.jobFinished();
+    expect(g.size(20)).toBe(2 * 7.5 * 4);
+  });
+  it("claims nothing ahead for slow jobs, and never more than the cap", () => {
+    const slow = new PrefetchGauge(0);
+    slow.claimTook(1);
+    slow.jobFinished(); slow.jobFinished(); // 2 jobs in 150 ms
+    expect(slow.size(150)).toBe(0);
+    const fast = new PrefetchGauge(0);
+    fast.claimTook(50);
+    for (let i = 0; i < 10_000; i++) fast.jobFinished();
+    expect(fast.size(10)).toBe(MAX_PREFETCH);
+  });
+});
