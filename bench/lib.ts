@@ -1,0 +1,56 @@
+import { readFileSync } from "node:fs";
+import type { LedgerSummary, HopStats } from "./stats.ts";
+
+/** What the driver needs of each library under test. (`version` is read lazily: worker children run from a bundle elsewhere.) */
+
+export type LibId = "leasehold" | "graphile" | "pgboss";
+export const LIB_IDS: readonly LibId[] = ["leasehold", "graphile", "pgboss"];
+
+/** Enqueues into one queue of a freshly installed library. */
+export interface Producer {
+  /** Builds the n-job batch now and returns the single call that enqueues it (the caller times only the call). */
+  prepareBatch(n: number): () => Promise<unknown>;
+  /** Enqueues job `i` in its own call (and implicit transaction). */
+  enqueueOne(i: number): Promise<unknown>;
+  /** Jobs of this queue now in the database. */
+  count(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface Lib {
+  id: LibId;
+  name: string;
+  version: string;
+  /** The configuration under test, in words. */
+  settings: string;
+  /** Installs the library's schema in an empty database and opens a producer on `queue`. */
+  open(dsn: string, queue: string): Promise<Producer>;
+  /** Leasehold only: id range of the jobs the child must execute. */
+  firstId?(dsn: string, queue: string): Promise<number>;
+}
+
+/** What a worker child reports after executing a queued batch. */
+export interface ExecResult {
+  startup_ms: number;
+  handlers_done_ms: number;
+  exec_ms: number;
+  jobs_per_s: number;
+  ledger: LedgerSummary;
+  db_after: Record<string, number>;
+  /** The database confirms every job completed exactly once (no retries, no errors). */
+  db_ok: boolean;
+  peak_rss_mib: number;
+  extra?: Record<string, unknown>;
+}
+
+export interface HopResult extends HopStats {
+  chain_ms: number;
+  ledger: LedgerSummary;
+  db_ok: boolean;
+  peak_rss_mib: number;
+}
+
+export function pkgVersion(name: string): string {
+  const url = new URL(`../node_modules/${name}/package.json`, import.meta.url);
+  return (JSON.parse(readFileSync(url, "utf8")) as { version: string }).version;
+}

@@ -1,0 +1,32 @@
+import { backlogPhase } from "./backlog.ts";
+import { bundlePhase } from "./bundle.ts";
+import type { LibId } from "./lib.ts";
+import { batchThenExecute, enqueueOneByOne, hopChain, type Phase, type Sizes } from "./phases.ts";
+
+/** Workload sizes: the full run, and `--quick` (one run, smaller counts, no 1M backlog). */
+export const FULL_SIZES: Sizes = { batch: 10_000, seq: 1_000, hop: 200, slots: 20 };
+export const QUICK_SIZES: Sizes = { batch: 5_000, seq: 500, hop: 100, slots: 20 };
+
+const ALL: readonly LibId[] = ["leasehold", "graphile", "pgboss"];
+
+/**
+ * The phases of a run, in order. Phases with the same library list are
+ * compared side by side; Leasehold-only phases are Leasehold's own figures.
+ * Add a scenario (workflow, tenants, OOM ...) by appending a Phase here.
+ */
+export function defaultPlan(quick: boolean): Phase[] {
+  return [
+    enqueueOneByOne("enqueue-one-by-one", false, ALL),
+    batchThenExecute("batch-execute", false, ALL),
+    hopChain("hop", false, ALL),
+    enqueueOneByOne("net-enqueue-one-by-one", true, ALL),
+    batchThenExecute("net-batch-execute", true, ALL),
+    hopChain("net-hop", true, ALL),
+    backlogPhase("later", 10_000, "10k"),
+    backlogPhase("later", 100_000, "100k"),
+    ...(quick ? [] : [backlogPhase("later", 1_000_000, "1m")]),
+    backlogPhase("lower", quick ? 100_000 : 1_000_000, quick ? "100k" : "1m"),
+    backlogPhase("ahead", quick ? 10_000 : 100_000, quick ? "10k" : "100k"),
+    bundlePhase,
+  ];
+}

@@ -1,0 +1,91 @@
+/** Small statistics helpers shared by the driver, the children and the report. */
+
+export const now = () => performance.now();
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export function round(x: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+/** Linear-interpolated percentile (type 7, as numpy and the peers' harness). */
+export function percentile(values: readonly number[], p: number): number | null {
+  const a = [...values].sort((x, y) => x - y);
+  if (a.length === 0) return null;
+  const h = (a.length - 1) * (p / 100);
+  const lo = Math.floor(h);
+  const hi = Math.ceil(h);
+  return a[lo]! + (a[hi]! - a[lo]!) * (h - lo);
+}
+
+export interface Stat {
+  median: number;
+  min: number;
+  max: number;
+  n: number;
+}
+
+/** Median, min and max of the finite numbers in `values`; null when there are none. */
+export function stat(values: readonly unknown[]): Stat | null {
+  const v = values.filter((x): x is number => typeof x === "number" && Number.isFinite(x));
+  if (v.length === 0) return null;
+  return { median: round(percentile(v, 50)!, 3), min: round(Math.min(...v), 3), max: round(Math.max(...v), 3), n: v.length };
+}
+
+export interface LedgerSummary {
+  handler_calls: number;
+  unique: number;
+  duplicates: number;
+  missing: number;
+  out_of_range: number;
+}
+
+/** Counts handler runs per job index: the in-process half of the exactly-once check. */
+export class RunLedger {
+  private readonly runs: Uint16Array;
+  private total = 0;
+  private outOfRange = 0;
+  constructor(readonly n: number) {
+    this.runs = new Uint16Array(n);
+  }
+  hit(i: number): void {
+    this.total++;
+    if (Number.isInteger(i) && i >= 0 && i < this.n) this.runs[i]!++;
+    else this.outOfRange++;
+  }
+  summary(): LedgerSummary {
+    let duplicates = 0;
+    let missing = 0;
+    for (const r of this.runs) {
+      if (r === 0) missing++;
+      else if (r > 1) duplicates += r - 1;
+    }
+    return { handler_calls: this.total, unique: this.n - missing, duplicates, missing, out_of_range: this.outOfRange };
+  }
+}
+
+export interface HopStats {
+  hops: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  min_ms: number | null;
+  max_ms: number | null;
+}
+
+/** hop i = start of job i+1 − end of job i (both stamped in the worker process). */
+export function hopStats(start: readonly (number | null)[], end: readonly (number | null)[]): HopStats {
+  const hops: number[] = [];
+  for (let i = 0; i + 1 < start.length; i++) {
+    const s = start[i + 1];
+    const e = end[i];
+    if (s != null && e != null) hops.push(s - e);
+  }
+  const r = (x: number | null) => (x == null ? null : round(x, 3));
+  return {
+    hops: hops.length,
+    p50_ms: r(percentile(hops, 50)),
+    p95_ms: r(percentile(hops, 95)),
+    min_ms: hops.length ? r(Math.min(...hops)) : null,
+    max_ms: hops.length ? r(Math.max(...hops)) : null,
+  };
+}

@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { inject } from "vitest";
+import { backlogPhase } from "../bench/backlog.ts";
+import { runBench } from "../bench/driver.ts";
+import { batchThenExecute, enqueueOneByOne, hopChain } from "../bench/phases.ts";
+import { renderReport } from "../bench/report.ts";
+import { evaluateTargets } from "../bench/targets.ts";
+
+/**
+ * The benchmark harness, tiny: Leasehold's phases with a few hundred jobs on
+ * the test database. Checks exactly-once and the shape of the results and
+ * report, never timings.
+ */
+describe("bench harness (smoke)", () => {
+  it("runs Leasehold's phases exactly once and returns results the report can render", async () => {
+    const results = await runBench({
+      adminDsn: inject("databaseUrl"),
+      runs: 1,
+      sizes: { batch: 200, seq: 20, hop: 10, slots: 20 },
+      libs: ["leasehold"],
+      plan: [
+        enqueueOneByOne("enqueue-one-by-one", false, ["leasehold"]),
+        batchThenExecute("batch-execute", false, ["leasehold"]),
+        hopChain("hop", false, ["leasehold"]),
+        batchThenExecute("net-batch-execute", true, ["leasehold"]),
+        backlogPhase("later", 1_000, "1k"),
+      ],
+    });
+
+    expect(Object.keys(results.phases)).toEqual(["enqueue-one-by-one", "batch-execute", "hop", "net-batch-execute", "backlog-later-1k"]);
+    for (const [name, phase] of Object.entries(results.phases)) {
+      expect(phase.runs.leasehold, name).toHaveLength(1);
+      expect(phase.runs.leasehold![0], name).not.toHaveProperty("error");
+    }
+
+    const exec = results.phases["batch-execute"]!.runs.leasehold![0] as any;
+    expect(exec.exec.ledger).toMatchObject({ handler_calls: 200, unique: 200, duplicates: 0, missing: 0, out_of_range: 0 });
+    expect(exec.exec.db_after).toEqual({ succeeded: 200, not_succeeded: 0, attempts_not_1: 0, attempt_rows: 200 });
+    expect(exec.exec.db_ok).toBe(true);
+    const hop = results.phases.hop!.runs.leasehold![0] as any;
+    expect(hop.hop).toMatchObject({ hops: 9, db_ok: true, ledger: { unique: 10, duplicates: 0, missing: 0 } });
+    const backlog = results.phases["backlog-later-1k"]!.runs.leasehold![0] as any;
+    expect(backlog.claim_plan.index_scan).toBe(true);
+    expect(backlog.exec.db_ok).toBe(true);
+    for (const phase of ["batch-execute", "hop", "net-batch-execute", "backlog-later-1k"]) {
+      expect(results.phases[phase]!.checks_ok.leasehold, phase).toBe(true);
+    }
+
+    const summary = results.phases["batch-execute"]!.summary.leasehold!;
+    for (const metric of ["enqueue_batch_ms", "exec_ms", "jobs_per_s", "peak_rss_mib"]) {
+      expect(summary[metric], metric).toMatchObject({ median: expect.any(Number), min: expect.any(Number), max: expect.any(Number), n: 1 });
+    }
+    expect(results.phases["enqueue-one-by-one"]!.summary.leasehold!.per_job_ms!.n).toBe(1);
+    expect(results.meta).toMatchObject({
+      runs: 1,
+      node: process.version,
+      machine: { cores: expect.any(Number), cpu_model: expect.any(String) },
+      postgres: { version: expect.stringContaining("PostgreSQL") },
+      libs: { leasehold: { name: "Leasehold" } },
+      relay: { delay_ms_each_way: 2 },
+    });
+
+    // Peers absent: their targets cannot be judged, and say so rather than pass.
+    expect(evaluateTargets(results).every((t) => t.met === null || t.target.startsWith("Backlog"))).toBe(true);
+    const report = renderReport(results, { resultsFile: "x.json", chartDir: ".", chartPrefix: "x" });
+    expect(report.markdown).toContain("## Targets");
+    expect(report.markdown).toContain("## Exactly once");
+    expect(Object.keys(report.charts).length).toBeGreaterThan(0);
+    for (const svg of Object.values(report.charts)) expect(svg.startsWith("<svg")).toBe(true);
+  }, 60_000);
+});
