@@ -64,11 +64,17 @@ export async function countReady(store: Store, queue: string, cap: number): Prom
 
 const PRUNE_JOBS = `
 with old as (
-  select id from leasehold.jobs
-  where status in ('succeeded', 'dead', 'cancelled') and finished_at < now() - $1::float8 * interval '1 millisecond'
-  limit $2::integer
+  delete from leasehold.jobs j
+  where j.id in (
+    select id from leasehold.jobs
+    where status in ('succeeded', 'dead', 'cancelled') and finished_at < now() - $1::float8 * interval '1 millisecond'
+    limit $2::integer
+  )
+  returning j.id
+), attempts as (
+  delete from leasehold.job_attempts a using old where a.job_id = old.id
 )
-delete from leasehold.jobs j using old where j.id = old.id`;
+select count(*)::integer as deleted from old`;
 
 /**
  * Deletes finished jobs (and their attempts) older than `retentionMs`, a
@@ -82,10 +88,11 @@ export async function pruneJobs(
   const batchSize = options.batchSize ?? 5_000;
   let deleted = 0;
   for (let batch = 0; batch < (options.maxBatches ?? Number.POSITIVE_INFINITY); batch++) {
-    const { rowCount } = await store.db.query(sql(store.schema, PRUNE_JOBS), [retentionMs, batchSize]);
-    deleted += rowCount ?? 0;
+    const { rows } = await store.db.query<{ deleted: number }>(sql(store.schema, PRUNE_JOBS), [retentionMs, batchSize]);
+    const count = rows[0]?.deleted ?? 0;
+    deleted += count;
     options.onProgress?.(deleted);
-    if ((rowCount ?? 0) < batchSize) break;
+    if (count < batchSize) break;
   }
   return deleted;
 }
@@ -100,7 +107,7 @@ export interface ThroughputBucket {
 }
 
 // One row per minute, oldest first, the current (partial) minute last. Reads
-// only the attempts ended inside the window, through job_attempts_ended_idx.
+// only the attempts ended inside the window, through the job_attempts_ended_brin index.
 // `released` attempts (given back uncharged, never run) are not counted.
 const THROUGHPUT = `
 with window_start as (

@@ -133,7 +133,7 @@ describe("GET /v1/throughput", () => {
     expect(wide.reduce((n, b) => n + b.failed, 0)).toBe(3);
   });
 
-  it("reads the window through the ended_at index", async () => {
+  it("reads the window through the ended_at BRIN index", async () => {
     await t.admin.query(`analyze "${t.schema}".job_attempts`);
     const client = await t.admin.connect();
     try {
@@ -141,7 +141,7 @@ describe("GET /v1/throughput", () => {
       const { rows } = await client.query(
         `explain select count(*) from "${t.schema}".job_attempts where ended_at >= now() - interval '15 minutes'`,
       );
-      expect(rows.map((r: any) => r["QUERY PLAN"]).join("\n")).toContain("job_attempts_ended_idx");
+      expect(rows.map((r: any) => r["QUERY PLAN"]).join("\n")).toContain("job_attempts_ended_brin");
     } finally {
       client.release();
     }
