@@ -80,7 +80,7 @@ export async function retryJob(store: Store, id: string): Promise<JobRecord | nu
 const GET_JOB = `select ${JOB_COLUMNS} from leasehold.jobs where id = $1::bigint`;
 const GET_ATTEMPTS = `
 select attempt, runner_id, claimed_at, ended_at, outcome::text, error
-from leasehold.job_attempts where job_id = $1::bigint order by id`;
+from leasehold.job_attempts where job_id = $1::bigint order by ended_at, attempt`;
 
 /** A job with every attempt it has made, or null. */
 export async function getJob(store: Store, id: string): Promise<(JobRecord & { attemptHistory: AttemptRecord[] }) | null> {

@@ -2,25 +2,23 @@
 export const MAX_PREFETCH = 500;
 
 /**
- * How many jobs a runner claims ahead of its free slots: enough to keep every
- * slot busy until the next claim returns — twice the jobs it finishes per
- * millisecond times a claim's round trip — and no more. Quick jobs over a slow
- * link get a deep buffer, so the claim round trip stops being the limit; slow
- * jobs get none, so a runner never sits on jobs another runner could start.
+ * How many jobs a runner claims ahead of its free slots: what its slots could
+ * finish during two claims' round trips, given how long its jobs take, and no
+ * more. Quick jobs, or a slow link, get a deep buffer, so the claim round trip
+ * stops being the limit; slow jobs get none, so a runner never sits on jobs
+ * another runner could start. Nothing is claimed ahead until a job has been
+ * timed.
  */
 export class PrefetchGauge {
-  private jobsPerMs = 0;
+  private jobMs = Number.POSITIVE_INFINITY;
   private claimMs = 0;
-  private finished = 0;
-  private since: number;
 
-  constructor(now = performance.now()) {
-    this.since = now;
-  }
+  constructor(private readonly slots: number) {}
 
-  /** A job ended (any outcome). */
-  jobFinished(): void {
-    this.finished++;
+  /** A job's handler ran for `ms`. */
+  jobTook(ms: number): void {
+    const took = Math.max(ms, 0.01);
+    this.jobMs = this.jobMs === Number.POSITIVE_INFINITY ? took : 0.8 * this.jobMs + 0.2 * took;
   }
 
   /** A claim took `ms` from send to rows. */
@@ -28,14 +26,8 @@ export class PrefetchGauge {
     this.claimMs = this.claimMs === 0 ? ms : 0.7 * this.claimMs + 0.3 * ms;
   }
 
-  /** Jobs to claim ahead, as of `now`. */
-  size(now = performance.now()): number {
-    const elapsed = now - this.since;
-    if (elapsed >= 5) {
-      this.jobsPerMs = 0.5 * this.jobsPerMs + 0.5 * (this.finished / elapsed);
-      this.finished = 0;
-      this.since = now;
-    }
-    return Math.min(MAX_PREFETCH, Math.floor(2 * this.jobsPerMs * this.claimMs));
+  /** Jobs to claim ahead. */
+  size(): number {
+    return Math.min(MAX_PREFETCH, Math.floor((2 * this.slots * this.claimMs) / this.jobMs));
   }
 }

@@ -81,7 +81,7 @@ with s as (
 select id::text, name, attempts, status::text from done`;
 
 const ATTEMPT_REASONS = `
-select job_id::text, array_agg(outcome || coalesce(': ' || error, '') order by id) as reasons
+select job_id::text, array_agg(outcome || coalesce(': ' || error, '') order by ended_at, attempt) as reasons
 from leasehold.job_attempts where job_id = any($1::bigint[]) group by job_id`;
 
 export interface RescueOptions {

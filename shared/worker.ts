@@ -75,7 +75,7 @@ const silent: WorkerLog = { info() {}, warn() {}, error() {} };
 
 export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> {
   const { store, registry, queues, runnerId, slots } = options;
-  const gauge = new PrefetchGauge();
+  const gauge = new PrefetchGauge(slots);
   const prefetch = () => options.prefetch ?? gauge.size();
   const remainingMs = options.remainingMs ?? (() => Number.POSITIVE_INFINITY);
   const marginMs = options.marginMs ?? 0;
@@ -167,7 +167,9 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         jobId: job.id, attempt: job.attempts, maxAttempts: job.maxAttempts, leaseToken: job.leaseToken,
         signal: controller.signal, runnerId, enqueue: follow,
       };
+      const startedAt = performance.now();
       const result = await Promise.race([Promise.resolve().then(() => type.handler(payload, ctx)), timedOut]);
+      gauge.jobTook(performance.now() - startedAt);
       if (result === "timeout" || Date.now() >= deadline) {
         settler.fail({ ...lease, outcome: "timeout", error: `timeout: handler ran past its ${job.leaseMs}ms lease`, retryDelayMs: retryDelayMs(job.attempts, job.backoffMs) });
       } else {
@@ -178,7 +180,6 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       settler.fail({ ...lease, outcome: "failed", error, retryDelayMs: retryDelayMs(job.attempts, job.backoffMs) });
     } finally {
       clearTimeout(timer);
-      gauge.jobFinished();
     }
   };
 

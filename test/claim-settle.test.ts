@@ -22,7 +22,7 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
   const row = async (id: string) =>
     (await t.admin.query<any>(`select *, lease_token::text as token from "${t.schema}".jobs where id = $1`, [id])).rows[0]!;
   const attemptRows = async (id: string) =>
-    (await t.admin.query<any>(`select * from "${t.schema}".job_attempts where job_id = $1 order by id`, [id])).rows;
+    (await t.admin.query<any>(`select * from "${t.schema}".job_attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
   const claimOne = async (queue: string, runnerId = "r1", maxLeaseMs = 60_000) =>
     (await claimJobs(t, { queue, runnerId, limit: 1, maxLeaseMs }))[0];
 

@@ -28,7 +28,7 @@ describe("the functions, run for real by the local Lambda runtime", () => {
   const count = async (where: string, values: unknown[] = []) =>
     (await s.t.admin.query<{ n: number }>(`select count(*)::int as n from "${s.t.schema}".jobs where ${where}`, values)).rows[0]!.n;
   const attempts = async (id: string) =>
-    (await s.t.admin.query<any>(`select * from "${s.t.schema}".job_attempts where job_id = $1 order by id`, [id])).rows;
+    (await s.t.admin.query<any>(`select * from "${s.t.schema}".job_attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
   /** Runs the rescuer and wakes the scheduler until `done`, as the crons and enqueues would. */
   const drive = async (done: () => Promise<boolean>, timeoutMs: number, what: string) =>
     until(async () => {

@@ -22,7 +22,7 @@ describe.each(drivers)("rescue (%s driver)", (driver) => {
 
   const row = async (id: string) => (await t.admin.query<any>(`select * from "${t.schema}".jobs where id = $1`, [id])).rows[0]!;
   const attemptRows = async (id: string) =>
-    (await t.admin.query<any>(`select * from "${t.schema}".job_attempts where job_id = $1 order by id`, [id])).rows;
+    (await t.admin.query<any>(`select * from "${t.schema}".job_attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
   const claimAll = (queue: string, runnerId: string) => claimJobs(t, { queue, runnerId, limit: 1000, maxLeaseMs: 60_000 });
 
   it("a job claimed 3 times whose runner never settles ends dead with 3 lease_expired attempts", async () => {

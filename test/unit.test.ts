@@ -109,25 +109,25 @@ describe("the scheduler's fan-out", () => {
 import { MAX_PREFETCH, PrefetchGauge } from "../shared/prefetch.ts";
 
 describe("the prefetch gauge", () => {
-  it("claims nothing ahead before it has measured anything", () => {
-    expect(new PrefetchGauge(0).size(0)).toBe(0);
+  it("claims nothing ahead before a job has been timed", () => {
+    const g = new PrefetchGauge(20);
+    g.claimTook(2);
+    expect(g.size()).toBe(0);
   });
-  it("claims ahead what the slots finish during two claim round trips", () => {
-    const g = new PrefetchGauge(0);
+  it("claims ahead what the slots could finish during two claim round trips", () => {
+    const g = new PrefetchGauge(10);
     g.claimTook(4);
-    for (let i = 0; i < 100; i++) g.jobFinished(); // 100 jobs in 10 ms: 10 per ms
-    expect(g.size(10)).toBe(2 * 5 * 4); // smoothed rate 5/ms after one window
-    for (let i = 0; i < 100; i++) g.jobFinished();
-    expect(g.size(20)).toBe(2 * 7.5 * 4);
+    g.jobTook(2); // 10 slots, 2 ms a job: 5 jobs per ms
+    expect(g.size()).toBe(2 * 5 * 4);
   });
   it("claims nothing ahead for slow jobs, and never more than the cap", () => {
-    const slow = new PrefetchGauge(0);
+    const slow = new PrefetchGauge(2);
     slow.claimTook(1);
-    slow.jobFinished(); slow.jobFinished(); // 2 jobs in 150 ms
-    expect(slow.size(150)).toBe(0);
-    const fast = new PrefetchGauge(0);
-    fast.claimTook(50);
-    for (let i = 0; i < 10_000; i++) fast.jobFinished();
-    expect(fast.size(10)).toBe(MAX_PREFETCH);
+    slow.jobTook(150);
+    expect(slow.size()).toBe(0);
+    const quick = new PrefetchGauge(20);
+    quick.claimTook(5);
+    quick.jobTook(0);
+    expect(quick.size()).toBe(MAX_PREFETCH);
   });
 });
