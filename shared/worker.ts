@@ -235,7 +235,9 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       }
       if (claimed > 0) lastWorkAt = Date.now();
     }
-    if (claimed > 0 || wakeRequested) continue;
+    // A follow-up job asks for a claim at once, but only with room to claim
+    // into; with every slot and the buffer full, wait below for a slot.
+    if (claimed > 0 || (wakeRequested && want > 0)) continue;
     if (running.size === 0 && buffer.length === 0 && Date.now() - lastWorkAt >= idleMs) break;
     if (running.size > 0) lastWorkAt = Date.now();
     // Nothing to claim, or every slot busy: wait for a slot, a follow-up job, or the poll.

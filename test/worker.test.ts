@@ -143,6 +143,30 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     expect(new Set(attempts.map((a) => a.runner_id))).toEqual(new Set(["chain-runner"]));
   });
 
+  it("keeps running when follow-ups are enqueued while every slot and the buffer are full", async () => {
+    const child = defineJob({ name: "fanout-child", schema: z.object({}), queue: "fanout", handler: () => sleep(5) });
+    const parent = defineJob({
+      name: "fanout-parent",
+      schema: z.object({ n: z.number() }),
+      queue: "fanout",
+      handler: async (_p, ctx) => {
+        await sleep(20);
+        await ctx.enqueue(child, {});
+      },
+    });
+    await enqueueJobs(t, Array.from({ length: 12 }, (_, n) => job(parent, { n })));
+    // A loop spinning without awaiting would block every timer, so the
+    // watchdog counts loop turns instead: past a million it stops the runner.
+    let turns = 0;
+    const outcome = await runWorker({
+      store: t, registry: createRegistry([parent, child]), queues: ["fanout"], runnerId: "w", slots: 2, prefetch: 2,
+      idleMs: 200, pollMs: 20, remainingMs: () => (++turns > 1_000_000 ? 0 : Number.POSITIVE_INFINITY),
+    });
+    expect(turns).toBeLessThan(10_000);
+    expect(outcome).toMatchObject({ succeeded: 24, stale: 0 });
+    expect(await statuses("fanout")).toEqual([{ status: "succeeded", n: 24 }]);
+  });
+
   it("claims nothing whose lease its remaining time cannot cover, and exits", async () => {
     const long = defineJob({ name: "long-lease", schema: z.object({}), queue: "tight", leaseMs: 30_000, handler: () => {} });
     await enqueue(t, long, {});
