@@ -1,7 +1,7 @@
 import type { Context } from "aws-lambda";
 import { z } from "zod";
 import { config, RUNNER_MARGIN_MS } from "../shared/config.ts";
-import { startRunner, stopRunner } from "../shared/fleet.ts";
+import { HEARTBEAT_MS, renewRunner, startRunner, stopRunner } from "../shared/fleet.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { runWorker, type WorkerSummary } from "../shared/worker.ts";
 import { registry as bundledRegistry } from "../jobs/index.ts";
@@ -51,8 +51,18 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
   let stale = 0;
   const pool = openPool(POOL_SIZE);
   const store = { db: pool, schema: schema() };
+  // The heartbeat keeps this runner counted as supply while it can still take
+  // a job of the longest lease its queues allow; after that (or if it dies)
+  // the scheduler stops counting it and may start a fresh runner.
+  const heartbeat = setInterval(() => {
+    const retiring = context.getRemainingTimeInMillis() - RUNNER_MARGIN_MS < runnerConfig.maxLeaseMs;
+    if (retiring) clearInterval(heartbeat);
+    (retiring ? stopRunner(store, invocationId) : renewRunner(store, invocationId)).catch((err) =>
+      logger.warn("runner heartbeat failed", { error: String(err) }),
+    );
+  }, HEARTBEAT_MS);
   try {
-    await startRunner(store, { id: invocationId, runner: name, requestId: runnerId, lifetimeMs: context.getRemainingTimeInMillis() });
+    await startRunner(store, { id: invocationId, runner: name, requestId: runnerId });
     const summary = await runWorker({
       store, registry, queues, runnerId,
       slots: runnerConfig.slots,
@@ -74,6 +84,7 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
     logger.info("runner done", { ...summary });
     return summary;
   } finally {
+    clearInterval(heartbeat);
     await stopRunner(store, invocationId).catch((err) => logger.warn("could not deregister runner", { error: String(err) }));
     await pool.end();
     const perQueue = new Map<string, [MetricName, Unit, number][]>();

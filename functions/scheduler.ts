@@ -15,10 +15,17 @@ import { logger } from "./observability.ts";
  * runners will not absorb, within each runner's maximum concurrency and the
  * database connection budget. An enqueue can wake it (`{ source:
  * "leasehold.wake" }`): it then makes one pass and returns.
+ *
+ * Nothing runs while the queue is empty: after `IDLE_PASSES` passes in a row
+ * with no ready job, it returns early. A delayed job that comes due while
+ * everything is idle then starts at the next cron tick (within a minute);
+ * while there is work, within a second.
  */
 
 /** Time kept back at the end of an invocation. */
 const SCHEDULER_MARGIN_MS = 3_000;
+/** Passes in a row with nothing ready before the scheduler returns early. */
+export const IDLE_PASSES = 5;
 
 const lambda = new LambdaClient({});
 
@@ -28,8 +35,8 @@ function runnerFunction(name: string): string {
   return names[name] ?? name;
 }
 
-/** One look at demand and the fan-out it needs. Returns the invocations made. */
-async function schedulePass(pool: ReturnType<typeof openPool>, schemaName: string): Promise<number> {
+/** One look at demand and the fan-out it needs. */
+async function schedulePass(pool: ReturnType<typeof openPool>, schemaName: string): Promise<{ ready: number; invoked: number }> {
   const store = { db: pool, schema: schemaName };
   const runners = Object.entries(config.runners);
   const ready = new Map<string, number>();
@@ -39,7 +46,8 @@ async function schedulePass(pool: ReturnType<typeof openPool>, schemaName: strin
     for (const queue of r.queues) n += await countReady(store, queue, cap);
     ready.set(name, n);
   }
-  if ([...ready.values()].every((n) => n === 0)) return 0;
+  const total = [...ready.values()].reduce((a, b) => a + b, 0);
+  if (total === 0) return { ready: 0, invoked: 0 };
 
   const decided = await reserveRunners(pool, schemaName, (live) => {
     let budget = Math.floor(config.connectionBudget / config.connectionsPerRunner) - [...live.values()].reduce((a, b) => a + b, 0);
@@ -70,7 +78,7 @@ async function schedulePass(pool: ReturnType<typeof openPool>, schemaName: strin
   if (invocations.length > 0) {
     logger.info("runners invoked", { ready: Object.fromEntries(ready), invoked: Object.fromEntries([...decided].map(([n, ids]) => [n, ids.length])) });
   }
-  return invocations.length;
+  return { ready: total, invoked: invocations.length };
 }
 
 export async function handler(event: unknown, context: Context): Promise<{ passes: number; invoked: number }> {
@@ -80,12 +88,15 @@ export async function handler(event: unknown, context: Context): Promise<{ passe
   const pool = openPool(2);
   let passes = 0;
   let invoked = 0;
+  let idle = 0;
   try {
     for (;;) {
       const started = Date.now();
-      invoked += await schedulePass(pool, schema());
+      const pass = await schedulePass(pool, schema());
+      invoked += pass.invoked;
+      idle = pass.ready === 0 ? idle + 1 : 0;
       passes++;
-      if (wake || context.getRemainingTimeInMillis() < pollMs + SCHEDULER_MARGIN_MS) break;
+      if (wake || idle >= IDLE_PASSES || context.getRemainingTimeInMillis() < pollMs + SCHEDULER_MARGIN_MS) break;
       await new Promise((r) => setTimeout(r, Math.max(0, pollMs - (Date.now() - started))));
     }
   } finally {

@@ -7,6 +7,10 @@ import { sql, type Pool, type Store, transaction } from "./db.ts";
 
 /** How long a just-invoked runner counts as live before it has started. */
 export const STARTING_GRACE_MS = 15_000;
+/** A live runner renews its row this often... */
+export const HEARTBEAT_MS = 5_000;
+/** ...and a runner that stops renewing (killed, frozen) stops counting after this. */
+export const RUNNER_TTL_MS = 3 * HEARTBEAT_MS;
 
 /** One lock for all schedulers: two passes at once must not both fan out. */
 const SCHEDULER_LOCK = 0x1ea5e402;
@@ -45,9 +49,17 @@ insert into leasehold.runners (id, runner, request_id, started_at, expires_at)
 values ($1::text, $2::text, $3::text, now(), now() + $4::integer * interval '1 millisecond')
 on conflict (id) do update set request_id = excluded.request_id, started_at = now(), expires_at = excluded.expires_at`;
 
-/** A runner announces itself for as long as its invocation may live. */
-export async function startRunner(store: Store, args: { id: string; runner: string; requestId: string; lifetimeMs: number }): Promise<void> {
-  await store.db.query(sql(store.schema, START_RUNNER), [args.id, args.runner, args.requestId, Math.ceil(args.lifetimeMs)]);
+/** A runner announces itself, live for `RUNNER_TTL_MS` unless it renews. */
+export async function startRunner(store: Store, args: { id: string; runner: string; requestId: string }): Promise<void> {
+  await store.db.query(sql(store.schema, START_RUNNER), [args.id, args.runner, args.requestId, RUNNER_TTL_MS]);
+}
+
+const RENEW_RUNNER = `
+update leasehold.runners set expires_at = now() + $2::integer * interval '1 millisecond' where id = $1::text`;
+
+/** The runner's heartbeat: still live for another `RUNNER_TTL_MS`. */
+export async function renewRunner(store: Store, id: string): Promise<void> {
+  await store.db.query(sql(store.schema, RENEW_RUNNER), [id, RUNNER_TTL_MS]);
 }
 
 /** A runner leaves: it no longer counts toward the queue's supply. */

@@ -3,6 +3,7 @@ import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { blocker, hog, quick, stubborn } from "./fixtures/e2e-jobs.ts";
 import { startStack, until, type Stack } from "./support/stack.ts";
 import { alarmSpecs } from "../infra/alarm-specs.ts";
+import { IDLE_PASSES } from "../functions/scheduler.ts";
 
 const WAKE = { source: "leasehold.wake" };
 
@@ -128,6 +129,13 @@ describe("the scheduler under a burst of demand", () => {
     });
   });
   afterAll(() => s.close());
+
+  it("returns early when there is nothing to do, instead of polling through its timeout", async () => {
+    const started = Date.now();
+    const idle = await s.invoke<{ passes: number; invoked: number }>("scheduler", {});
+    expect(idle).toEqual({ passes: IDLE_PASSES, invoked: 0 });
+    expect(Date.now() - started).toBeLessThan(s.config.scheduler.timeoutSeconds * 1000 / 2);
+  });
 
   it("never starts more runners than its maximum, whatever the backlog and however many schedulers run", async () => {
     await enqueueJobs(s.t, Array.from({ length: 600 }, (_, n) => job(quick, { n })));
