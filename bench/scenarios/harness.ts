@@ -1,0 +1,451 @@
+/**
+ * The scenarios' stage: a fresh schema, the WebSocket relay, and the local
+ * Lambda runtime running the real scheduler, runners and rescuer as child
+ * processes with a scenario config (LEASEHOLD_CONFIG) and the scenario job
+ * types (LEASEHOLD_JOBS). The scheduler is driven as in production: by its
+ * cron (here a ticker of ours, so a scenario can pause it) and by a wake-up
+ * after every enqueue (`createSchedulerWaker`, exactly what the API uses).
+ *
+ * Every figure is read back from rows on the database clock: jobs.created_at
+ * and run_at, the handlers' start/finish events (scenario_events), the
+ * attempt rows, and a log of the runners table kept by a trigger.
+ */
+import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { startLambdaRuntime, type LambdaRuntime } from "../../dev/lambda/runtime.ts";
+import type { FunctionStats, InflightInvocation } from "../../dev/lambda/pool.ts";
+import { scheduledEvent } from "../../dev/lambda/schedule.ts";
+import { LOCAL_REGION } from "../../dev/lambda/lambda-env.ts";
+import { startWsRelay } from "../../dev/ws-relay.ts";
+import { createSchedulerWaker } from "../../functions/api/scheduler-waker.ts";
+import { defaultConfig, defineConfig, functionSpecs, type Config, type configSchema } from "../../shared/config.ts";
+import type { Pool, Store } from "../../shared/db.ts";
+import { createPgPool } from "../../shared/drivers/pg.ts";
+import { enqueueJobs, type JobSpec } from "../../shared/enqueue.ts";
+import type { EnqueuedJob, JobType } from "../../shared/job.ts";
+import { migrate } from "../../shared/migrate.ts";
+import type { Waker } from "../../shared/wake.ts";
+import { eventsTableSql } from "../../test/fixtures/scenario-jobs.ts";
+import type { z } from "zod";
+
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const SCENARIO_JOBS = fileURLToPath(new URL("../../test/fixtures/scenario-jobs.ts", import.meta.url));
+export const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+
+export type ConfigInput = z.input<typeof configSchema>;
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The deployment's own config (shared/config.ts), as LEASEHOLD_CONFIG input, with overrides. */
+export function productionConfig(overrides: Partial<Pick<Config, "scheduler" | "rescuer">> & { runners?: ConfigInput["runners"] } = {}): ConfigInput {
+  const base = JSON.parse(JSON.stringify(defaultConfig)) as Config;
+  return {
+    ...base,
+    runners: overrides.runners ?? base.runners,
+    scheduler: { ...base.scheduler, ...overrides.scheduler },
+    rescuer: { ...base.rescuer, ...overrides.rescuer },
+  };
+}
+
+/** A job type with another lease or backoff: what a job row gets is decided at enqueue. */
+export function withLease<T extends JobType<any>>(type: T, leaseMs: number, backoffMs = type.backoffMs): T {
+  return { ...type, leaseMs, backoffMs };
+}
+
+export interface CronOptions {
+  /** Scheduler cron period (production: 60 s, the scheduler's timeout). */
+  schedulerMs: number;
+  /** Rescuer cron period (production: 60 s). */
+  rescuerMs: number;
+}
+
+export interface ScenarioStackOptions {
+  name: string;
+  databaseUrl: string;
+  /** An existing relay ("host:port"); default: start one. */
+  wsRelay?: string;
+  config: ConfigInput;
+  /** Crons as ticked by EventBridge; false: wake-ups only. */
+  cron: CronOptions | false;
+  /** Idle execution environments are stopped after this long (runtime default 5 min). */
+  idleEnvironmentMs?: number;
+  /** Keep the schema after close (to look at the rows). */
+  keepSchema?: boolean;
+  onLog?: (fn: string, line: string) => void;
+}
+
+export interface ScenarioStack {
+  name: string;
+  schema: string;
+  config: Config;
+  /** Plain pg pool on the scenario database: the producer's and the reader's. */
+  pool: Pool;
+  store: Store;
+  runtime: LambdaRuntime;
+  lambda: LambdaClient;
+  waker: Waker;
+  /** Wake-up invokes sent and accepted (epoch ms), for the latency breakdown. */
+  wakes: { sentAt: number; acceptedAt: number }[];
+  logs: { fn: string; line: string; at: number }[];
+  /** Enqueues through the core, then wakes the scheduler as the API does. */
+  enqueue(specs: readonly JobSpec<any>[], options?: { wake?: boolean }): Promise<EnqueuedJob[]>;
+  /** Stops cron ticks and wake-ups for `ms` and kills any scheduler invocation in flight. */
+  pauseScheduling(ms: number): Promise<void>;
+  /** SIGKILLs every runner process in flight; returns what was killed. */
+  killRunners(): InflightInvocation[];
+  /** SIGKILLs idle (warm, parked) processes of `fn`; returns their pids. */
+  killIdleProcesses(fn: string): number[];
+  stats(): Record<string, FunctionStats>;
+  close(): Promise<void>;
+}
+
+export async function startScenarioStack(options: ScenarioStackOptions): Promise<ScenarioStack> {
+  const closers: (() => Promise<unknown>)[] = [];
+  let closed = false;
+  const close = async () => {
+    closed = true;
+    for (const c of closers.reverse()) await c().catch((err) => console.error(`[${options.name}] close: ${String(err)}`));
+  };
+  try {
+    const config = defineConfig(options.config);
+    const schema = `sc_${options.name.replace(/[^a-z0-9]/g, "_")}_${randomBytes(4).toString("hex")}`;
+    const pool = createPgPool(options.databaseUrl, 6);
+    closers.push(() => pool.end());
+    await migrate(pool, schema);
+    if (!options.keepSchema) closers.push(() => pool.query(`drop schema "${schema}" cascade`));
+    await pool.query(eventsTableSql(schema));
+    await pool.query(RUNNER_LOG_SQL.replaceAll("SCHEMA", schema));
+    const store: Store = { db: pool, schema };
+
+    let wsRelay = options.wsRelay;
+    if (!wsRelay) {
+      const relay = await startWsRelay();
+      closers.push(() => relay.close());
+      wsRelay = relay.address;
+    }
+
+    const logs: ScenarioStack["logs"] = [];
+    const runtime = await startLambdaRuntime({
+      functions: functionSpecs(config).filter((f) => f.name !== "api" && f.name !== "migrate"),
+      rootDir: ROOT,
+      maxConcurrency: Object.fromEntries(Object.entries(config.runners).map(([name, r]) => [name, r.maxConcurrency])),
+      idleEnvironmentMs: options.idleEnvironmentMs,
+      env: {
+        DATABASE_URL: options.databaseUrl,
+        LEASEHOLD_SCHEMA: schema,
+        LEASEHOLD_WS_PROXY: wsRelay,
+        LEASEHOLD_CONFIG: JSON.stringify(options.config),
+        LEASEHOLD_JOBS: SCENARIO_JOBS,
+        POWERTOOLS_LOG_LEVEL: "WARN",
+        NODE_NO_WARNINGS: "1",
+      },
+      onLog: (fn, _id, line) => {
+        logs.push({ fn, line, at: Date.now() });
+        options.onLog?.(fn, line);
+      },
+    });
+    closers.push(() => runtime.close());
+
+    const lambda = new LambdaClient({
+      endpoint: runtime.url, region: LOCAL_REGION, credentials: { accessKeyId: "local", secretAccessKey: "local" }, maxAttempts: 1,
+    });
+    closers.push(async () => lambda.destroy());
+
+    // The API's waker, over a client that notes when each wake-up was sent and accepted.
+    const wakes: ScenarioStack["wakes"] = [];
+    const timedClient = {
+      send: async (command: InvokeCommand) => {
+        const sentAt = Date.now();
+        const out = await lambda.send(command);
+        wakes.push({ sentAt, acceptedAt: Date.now() });
+        return out;
+      },
+    } as unknown as LambdaClient;
+    const realWaker = createSchedulerWaker("scheduler", (err) => console.error(`[${options.name}] wake failed: ${String(err)}`), timedClient);
+    let pausedUntil = 0;
+    const paused = () => Date.now() < pausedUntil;
+    const waker: Waker = { wake: () => void (paused() || realWaker.wake()), settled: () => realWaker.settled() };
+    closers.push(() => realWaker.settled());
+
+    // EventBridge: first tick at once (in production the cron has been ticking all along), then every period.
+    const fire = (fn: string) => {
+      if (fn === "scheduler" && paused()) return;
+      void lambda
+        .send(new InvokeCommand({ FunctionName: fn, InvocationType: "Event", Payload: JSON.stringify(scheduledEvent(fn, LOCAL_REGION)) }))
+        .catch((err) => closed || console.error(`[${options.name}] cron ${fn}: ${String(err)}`));
+    };
+    if (options.cron) {
+      const timers = [
+        ["scheduler", options.cron.schedulerMs],
+        ["rescuer", options.cron.rescuerMs],
+      ].map(([fn, ms]) => {
+        fire(fn as string);
+        return setInterval(() => fire(fn as string), ms as number);
+      });
+      closers.push(async () => timers.forEach((t) => clearInterval(t)));
+    }
+
+    const killInflight = (match: (fn: string) => boolean) => {
+      const victims = runtime.inflight().filter((i) => match(i.functionName));
+      for (const v of victims) {
+        try {
+          process.kill(v.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+      return victims;
+    };
+    const runnerNames = new Set(Object.keys(config.runners));
+
+    return {
+      name: options.name, schema, config, pool, store, runtime, lambda, waker, wakes, logs,
+      async enqueue(specs, { wake = true } = {}) {
+        const jobs = await enqueueJobs(store, specs);
+        if (wake) waker.wake();
+        return jobs;
+      },
+      async pauseScheduling(ms) {
+        pausedUntil = Date.now() + ms;
+        killInflight((fn) => fn === "scheduler");
+      },
+      killRunners: () => killInflight((fn) => runnerNames.has(fn)),
+      killIdleProcesses(fn) {
+        const busy = new Set(runtime.inflight().map((i) => i.pid));
+        const pids = childPidsOf(process.pid).filter((pid) => !busy.has(pid) && lambdaFunctionOf(pid) === fn);
+        for (const pid of pids) {
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+        }
+        return pids;
+      },
+      stats: () => runtime.stats(),
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** Logs the runners table: the scheduler's reservation (insert) and the runner's start (update). */
+const RUNNER_LOG_SQL = `
+create table "SCHEMA".scenario_runner_log (
+  id text not null, runner text not null, request_id text, event text not null, at timestamptz not null default clock_timestamp());
+create function "SCHEMA".scenario_log_runner() returns trigger language plpgsql as $$
+begin
+  insert into "SCHEMA".scenario_runner_log (id, runner, request_id, event)
+  values (new.id, new.runner, new.request_id, case when tg_op = 'INSERT' and new.request_id is null then 'reserved' else 'started' end);
+  return new;
+end $$;
+create trigger scenario_log_runner after insert or update on "SCHEMA".runners
+for each row execute function "SCHEMA".scenario_log_runner();`;
+
+function childPidsOf(parent: number): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === parent) pids.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return pids;
+}
+
+function lambdaFunctionOf(pid: number): string | undefined {
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+    return env.find((e) => e.startsWith("AWS_LAMBDA_FUNCTION_NAME="))?.slice("AWS_LAMBDA_FUNCTION_NAME=".length);
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reading the rows back
+
+export interface AttemptRow {
+  attempt: number;
+  runnerId: string | null;
+  claimedAt: number;
+  endedAt: number;
+  outcome: string;
+  error: string | null;
+}
+
+export interface JobTimeline {
+  id: string;
+  name: string;
+  queue: string;
+  status: string;
+  group: string | null;
+  payload: Record<string, unknown>;
+  attempts: number;
+  /** Epoch ms, database clock. */
+  createdAt: number;
+  runAt: number;
+  /** Handler starts and finishes, in order (epoch ms, database clock). */
+  starts: { at: number; attempt: number; runnerId: string | null }[];
+  finishes: number[];
+  attemptRows: AttemptRow[];
+}
+
+const TIMELINE = `
+select j.id::text, j.name, j.queue, j.status::text, j.group_key, j.payload, j.attempts,
+       extract(epoch from j.created_at) * 1000 as created_ms, extract(epoch from j.run_at) * 1000 as run_ms,
+       coalesce((select json_agg(json_build_object('at', extract(epoch from e.at) * 1000, 'attempt', e.attempt, 'runnerId', e.runner_id) order by e.at)
+                 from "SCHEMA".scenario_events e where e.job_id = j.id and e.kind = 'start'), '[]') as starts,
+       coalesce((select json_agg(extract(epoch from e.at) * 1000 order by e.at)
+                 from "SCHEMA".scenario_events e where e.job_id = j.id and e.kind = 'finish'), '[]') as finishes,
+       coalesce((select json_agg(json_build_object('attempt', a.attempt, 'runnerId', a.runner_id,
+                   'claimedAt', extract(epoch from a.claimed_at) * 1000, 'endedAt', extract(epoch from a.ended_at) * 1000,
+                   'outcome', a.outcome, 'error', a.error) order by a.ended_at, a.attempt)
+                 from "SCHEMA".job_attempts a where a.job_id = j.id), '[]') as attempt_rows
+from "SCHEMA".jobs j order by j.id`;
+
+export async function readTimelines(stack: Pick<ScenarioStack, "pool" | "schema">): Promise<JobTimeline[]> {
+  const { rows } = await stack.pool.query<any>(TIMELINE.replaceAll("SCHEMA", stack.schema));
+  return rows.map((r) => ({
+    id: r.id, name: r.name, queue: r.queue, status: r.status, group: r.group_key, payload: r.payload, attempts: r.attempts,
+    createdAt: Number(r.created_ms), runAt: Number(r.run_ms),
+    starts: r.starts, finishes: r.finishes, attemptRows: r.attempt_rows,
+  }));
+}
+
+/** Statuses of all jobs, counted. */
+export async function statusCounts(stack: Pick<ScenarioStack, "pool" | "schema">): Promise<Record<string, number>> {
+  const { rows } = await stack.pool.query<{ status: string; n: number }>(
+    `select status::text, count(*)::int as n from "${stack.schema}".jobs group by 1`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+/** Waits until every job is terminal (succeeded, dead, cancelled), or the deadline. Returns whether it got there. */
+export async function drain(stack: Pick<ScenarioStack, "pool" | "schema">, deadline: number, pollMs = 250): Promise<boolean> {
+  for (;;) {
+    const counts = await statusCounts(stack);
+    if ((counts.queued ?? 0) + (counts.running ?? 0) === 0) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(pollMs);
+  }
+}
+
+/** Waits until no runner invocation is in flight (the scheduler's cron may go on). */
+export async function runnersIdle(stack: Pick<ScenarioStack, "runtime" | "config">, deadline: number): Promise<boolean> {
+  for (;;) {
+    if (Object.keys(stack.config.runners).every((name) => stack.runtime.running(name) === 0)) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(100);
+  }
+}
+
+/** Database clock, epoch ms. */
+export async function dbNow(stack: Pick<ScenarioStack, "pool">): Promise<number> {
+  const { rows } = await stack.pool.query<{ ms: number }>("select extract(epoch from clock_timestamp()) * 1000 as ms");
+  return Number(rows[0]!.ms);
+}
+
+// ---------------------------------------------------------------------------
+// Figures
+
+/** Linear-interpolated percentile (type 7); null for no values. */
+export function percentile(values: readonly number[], p: number): number | null {
+  const a = [...values].sort((x, y) => x - y);
+  if (a.length === 0) return null;
+  const h = (a.length - 1) * (p / 100);
+  const lo = Math.floor(h);
+  const hi = Math.ceil(h);
+  return a[lo]! + (a[hi]! - a[lo]!) * (h - lo);
+}
+
+export interface Dist {
+  n: number;
+  p50: number | null;
+  p95: number | null;
+  max: number | null;
+}
+
+/** p50, p95 and max, in seconds, of values given in ms. */
+export function dist(valuesMs: readonly number[]): Dist {
+  const s = (x: number | null) => (x === null ? null : round(x / 1000, 3));
+  return {
+    n: valuesMs.length,
+    p50: s(percentile(valuesMs, 50)),
+    p95: s(percentile(valuesMs, 95)),
+    max: s(valuesMs.length ? Math.max(...valuesMs) : null),
+  };
+}
+
+export function round(x: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+/** Largest gap between consecutive values (ms), with where it began. */
+export function longestGap(sortedMs: readonly number[]): { gapMs: number; fromMs: number } {
+  let best = { gapMs: 0, fromMs: sortedMs[0] ?? 0 };
+  for (let i = 1; i < sortedMs.length; i++) {
+    const gap = sortedMs[i]! - sortedMs[i - 1]!;
+    if (gap > best.gapMs) best = { gapMs: gap, fromMs: sortedMs[i - 1]! };
+  }
+  return best;
+}
+
+/** Lambda accounting of the runners and the scheduler between two snapshots. */
+export interface LambdaUse {
+  byFunction: Record<string, { invocations: number; coldStarts: number; billedMs: number; gbSeconds: number; initMs: number; kills: number; outOfMemory: number; peakConcurrency: number }>;
+  /** Runners + scheduler. */
+  invocations: number;
+  gbSeconds: number;
+  /** GB-s of init (cold starts), which Lambda bills too since 1 Aug 2025; not in gbSeconds. */
+  initGbSeconds: number;
+}
+
+export function lambdaUse(config: Config, before: Record<string, FunctionStats>, after: Record<string, FunctionStats>): LambdaUse {
+  const memory = Object.fromEntries(functionSpecs(config).map((f) => [f.name, f.memoryMb]));
+  const byFunction: LambdaUse["byFunction"] = {};
+  let invocations = 0;
+  let gbSeconds = 0;
+  let initGbSeconds = 0;
+  const counted = new Set([...Object.keys(config.runners), "scheduler"]);
+  for (const [fn, a] of Object.entries(after)) {
+    const b = before[fn];
+    const d = {
+      invocations: a.invocations - (b?.invocations ?? 0),
+      coldStarts: a.coldStarts - (b?.coldStarts ?? 0),
+      billedMs: a.billedMs - (b?.billedMs ?? 0),
+      gbSeconds: round(a.gbSeconds - (b?.gbSeconds ?? 0), 3),
+      initMs: round(a.initMs - (b?.initMs ?? 0), 0),
+      kills: a.kills - (b?.kills ?? 0),
+      outOfMemory: a.outOfMemory - (b?.outOfMemory ?? 0),
+      peakConcurrency: a.peakConcurrency,
+    };
+    if (d.invocations === 0) continue;
+    byFunction[fn] = d;
+    if (counted.has(fn)) {
+      invocations += d.invocations;
+      gbSeconds += d.gbSeconds;
+      initGbSeconds += (d.initMs / 1000) * ((memory[fn] ?? 0) / 1024);
+    }
+  }
+  return { byFunction, invocations, gbSeconds: round(gbSeconds, 3), initGbSeconds: round(initGbSeconds, 3) };
+}
+
+/** Jobs whose handler started more than once, and jobs the killed runners held (lease_expired under their ids). */
+export function duplicatesAndHeld(jobs: readonly JobTimeline[], killedRunnerIds: ReadonlySet<string>) {
+  const duplicated = jobs.filter((j) => j.starts.length > 1);
+  const held = jobs.filter((j) => j.attemptRows.some((a) => a.outcome === "lease_expired" && a.runnerId !== null && killedRunnerIds.has(a.runnerId)));
+  const heldStarted = jobs.filter((j) =>
+    j.attemptRows.some((a) => a.outcome === "lease_expired" && a.runnerId !== null && killedRunnerIds.has(a.runnerId) &&
+      j.starts.some((s) => s.attempt === a.attempt && s.runnerId === a.runnerId)));
+  return { duplicated: duplicated.length, held: held.length, heldStarted: heldStarted.length, duplicatedIds: duplicated.map((j) => j.id) };
+}

@@ -1,0 +1,70 @@
+import { inject } from "vitest";
+import { describe, expect, it } from "vitest";
+import { runMix } from "../bench/scenarios/mix.ts";
+import { runOom } from "../bench/scenarios/oom.ts";
+import { QUICK, type Profile, type ScenarioEnv } from "../bench/scenarios/profile.ts";
+import { runTenants } from "../bench/scenarios/tenants.ts";
+import { runWorkflow } from "../bench/scenarios/workflow.ts";
+
+/**
+ * The benchmark scenarios (bench/scenarios/), shortened: the real scheduler,
+ * runners and rescuer in the local Lambda runtime, on fresh schemas. Only the
+ * invariants are asserted, never the timings.
+ */
+const env = (): ScenarioEnv => ({ databaseUrl: inject("databaseUrl"), wsRelay: inject("wsRelay") });
+
+/** Quick clocks, and runners small enough to start fast on a CI box. */
+const profile: Profile = {
+  ...QUICK,
+  config: {
+    ...QUICK.config,
+    runners: {
+      runner: { queues: ["default"], slots: 10, memoryMb: 256, timeoutSeconds: 60, maxLeaseMs: 10_000, maxConcurrency: 3 },
+      "runner-cpu": { queues: ["cpu"], slots: 1, memoryMb: 256, timeoutSeconds: 60, maxLeaseMs: 10_000, maxConcurrency: 2 },
+    },
+  },
+};
+
+describe("the benchmark scenarios, shortened, through the local Lambda runtime", () => {
+  it("workflow: every run completes, every step runs exactly once", async () => {
+    const r = await runWorkflow(env(), profile, { runs: 5, steps: 4, deadlineMs: 20_000 });
+    expect(r.completedRuns).toBe(5);
+    expect(r.exactRuns).toBe(5);
+    expect(r.stepJobs).toBe(20);
+    expect(r.duplicatedSteps).toBe(0);
+  }, 40_000);
+
+  it("mix: waiting, CPU and scheduled jobs all succeed once, CPU work in its own runner", async () => {
+    const r = await runMix(env(), profile, {
+      durationMs: 5_000, waitEveryMs: 500, waitMinMs: 200, waitMaxMs: 800, cpuEveryMs: 2_000, cpuMs: 300, sweepEveryMs: 2_000, warmupMs: 1_000, drainMs: 20_000,
+    });
+    expect(r.lost).toBe(0);
+    expect(r.duplicated).toBe(0);
+    expect(r.waiting.succeeded).toBe(r.waiting.enqueued);
+    expect(r.cpu.succeeded).toBe(r.cpu.enqueued);
+    expect(r.sweeps.length).toBeGreaterThanOrEqual(2);
+    expect(r.sweeps.every((sw) => sw.status === "succeeded")).toBe(true);
+    expect(r.waitingRanIn).toEqual(["runner"]);
+    expect(r.cpuRanIn).toEqual(["runner-cpu"]);
+  }, 40_000);
+
+  it("tenants: after every runner is killed nothing is lost, and only jobs the killed runners held run twice", async () => {
+    const r = await runTenants(env(), profile, {
+      bigJobs: 150, smallEveryMs: 500, durationMs: 6_000, jobMs: 1_000, killAtMs: 2_000, minRunningAtKill: 10, pauseMs: 2_000, drainMs: 30_000,
+    });
+    expect(r.killedRunners).toBeGreaterThan(0);
+    expect(r.heldAndStarted).toBeGreaterThan(0);
+    expect(r.lost).toBe(0);
+    expect(r.duplicated).toBeLessThanOrEqual(r.heldAndStarted);
+  }, 60_000);
+
+  it("oom: the job that kills its runner starts exactly 3 times and ends dead with each death recorded; ordinary jobs all succeed", async () => {
+    const r = await runOom(env(), profile, { ordinaryJobs: 10, ordinaryEveryMs: 300, ordinaryMs: 300, durationMs: 4_000, drainMs: 40_000 });
+    expect(r.hog.starts).toBe(3);
+    expect(r.hog.status).toBe("dead");
+    expect(r.hog.attempts.map((a) => [a.attempt, a.outcome])).toEqual([[1, "lease_expired"], [2, "lease_expired"], [3, "lease_expired"]]);
+    for (const a of r.hog.attempts) expect(a.error).toMatch(/did not settle/);
+    expect(r.runnerDeaths.killed).toBeGreaterThanOrEqual(3);
+    expect(r.ordinary.succeeded).toBe(10);
+  }, 60_000);
+});
