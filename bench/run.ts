@@ -7,13 +7,17 @@ import { runBench, type BenchResults } from "./driver.ts";
 import { LIB_IDS, type LibId } from "./lib.ts";
 import { defaultPlan, FULL_SIZES, QUICK_SIZES } from "./plan.ts";
 import { renderReport } from "./report.ts";
+import { runScenarios, scenarioReport, type ScenarioResults } from "./scenarios/run.ts";
 
 /**
  * npm run bench [-- --quick] [--runs N] [--only phase,...] [--libs leasehold,...]
  *                [--pool N] [--prefetch N] [--relay-delay MS]
  *                [--quiet-busy 0.15] [--report-only bench/results/<file>.json]
  *
- * Full: 3 runs, writes bench/results/<date>.json and BENCHMARKS.md.
+ *                [--no-scenarios]
+ *
+ * Full: 3 runs, then the published scenarios through the local Lambda runtime
+ * (about 10 minutes more); writes bench/results/<date>.json and BENCHMARKS.md.
  * Quick: 1 run, smaller counts, no 1M backlog; writes bench/results/<date>-quick.{json,md}.
  */
 
@@ -32,12 +36,15 @@ const { values: a } = parseArgs({
     "report-only": { type: "string" },
     report: { type: "string" },
     "quiet-busy": { type: "string" },
+    "no-scenarios": { type: "boolean", default: false },
   },
 });
 
 const log = (m: string) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${m}`);
 
-function writeReport(results: BenchResults, jsonPath: string): void {
+type Results = BenchResults & { scenarios?: ScenarioResults };
+
+function writeReport(results: Results, jsonPath: string): void {
   const stem = jsonPath.replace(/^.*\//, "").replace(/\.json$/, "");
   const reportPath = a.report ? `${ROOT}${a.report}` : results.meta.quick || stem.endsWith("-partial") ? `${RESULTS}${stem}.md` : `${ROOT}BENCHMARKS.md`;
   const analysisPath = fileURLToPath(new URL("./analysis.md", import.meta.url));
@@ -49,14 +56,15 @@ function writeReport(results: BenchResults, jsonPath: string): void {
     analysis: existsSync(analysisPath) ? readFileSync(analysisPath, "utf8") : undefined,
   });
   for (const [file, svg] of Object.entries(report.charts)) writeFileSync(`${RESULTS}${file}`, svg);
-  writeFileSync(reportPath, report.markdown);
+  const scenarios = results.scenarios ? `\n${scenarioReport(results.scenarios)}\n` : "";
+  writeFileSync(reportPath, report.markdown + scenarios);
   log(`wrote ${relative(ROOT, reportPath)} and ${Object.keys(report.charts).length} charts`);
 }
 
 mkdirSync(RESULTS, { recursive: true });
 if (a["report-only"]) {
   const path = `${ROOT}${a["report-only"]}`;
-  writeReport(JSON.parse(readFileSync(path, "utf8")) as BenchResults, path);
+  writeReport(JSON.parse(readFileSync(path, "utf8")) as Results, path);
 } else {
   const quick = a.quick!;
   let plan = defaultPlan(quick);
@@ -71,8 +79,8 @@ if (a["report-only"]) {
   // A partial run (--only, --libs, --prefetch, --pool) must not overwrite the day's full results.
   const partial = a.only || a.libs || a.prefetch || a.pool ? "-partial" : "";
   const jsonPath = `${RESULTS}${date}${quick ? "-quick" : ""}${partial}.json`;
-  const save = (r: BenchResults) => writeFileSync(jsonPath, `${JSON.stringify(r, null, 2)}\n`);
-  const results = await runBench({
+  const save = (r: Results) => writeFileSync(jsonPath, `${JSON.stringify(r, null, 2)}\n`);
+  const results: Results = await runBench({
     adminDsn: process.env.BENCH_DSN ?? DEFAULT_DSN,
     plan,
     runs: a.runs ? Number(a.runs) : quick ? 1 : 3,
@@ -87,6 +95,11 @@ if (a["report-only"]) {
     onProgress: save,
   });
   save(results);
+  if (!partial && !a["no-scenarios"]) {
+    log("scenarios through the local Lambda runtime ...");
+    results.scenarios = await runScenarios({ quick, databaseUrl: process.env.BENCH_DSN ?? DEFAULT_DSN, log });
+    save(results);
+  }
   log(`wrote ${relative(ROOT, jsonPath)}`);
   writeReport(results, jsonPath);
   process.exit(0);
