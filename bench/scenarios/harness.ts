@@ -11,6 +11,7 @@
  * attempt rows, and a log of the runners table kept by a trigger.
  */
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import { percentile } from "../stats.ts";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -357,15 +358,7 @@ export async function dbNow(stack: Pick<ScenarioStack, "pool">): Promise<number>
 // ---------------------------------------------------------------------------
 // Figures
 
-/** Linear-interpolated percentile (type 7); null for no values. */
-export function percentile(values: readonly number[], p: number): number | null {
-  const a = [...values].sort((x, y) => x - y);
-  if (a.length === 0) return null;
-  const h = (a.length - 1) * (p / 100);
-  const lo = Math.floor(h);
-  const hi = Math.ceil(h);
-  return a[lo]! + (a[hi]! - a[lo]!) * (h - lo);
-}
+export { percentile };
 
 export interface Dist {
   n: number;
