@@ -69,6 +69,7 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
       remainingMs: () => context.getRemainingTimeInMillis(),
       marginMs: RUNNER_MARGIN_MS,
       idleMs: runnerConfig.idleMs,
+      pollMs: runnerConfig.pollMs,
       log: workerLog,
       onSettled: (e) => {
         if (!e.accepted) return void stale++;

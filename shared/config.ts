@@ -18,6 +18,12 @@ export const DEFAULT_CLAIM_BATCH = 20;
 export const RUNNER_MARGIN_MS = 5_000;
 /** A runner with nothing to claim for this long exits. */
 export const DEFAULT_RUNNER_IDLE_MS = 2_000;
+/**
+ * A live runner with free slots looks for new jobs this often: what a job
+ * enqueued while a runner is already live waits, at most (the scheduler's
+ * wake-up does not reach a runner that is already running).
+ */
+export const DEFAULT_RUNNER_POLL_MS = 50;
 
 const runnerSchema = z.object({
   /** Queues this runner serves, in claim order. */
@@ -28,6 +34,8 @@ const runnerSchema = z.object({
   /** Longest lease a job on these queues may ask for. */
   maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
   idleMs: z.number().int().positive().default(DEFAULT_RUNNER_IDLE_MS),
+  /** How often a runner with free slots looks for new jobs. */
+  pollMs: z.number().int().min(10).default(DEFAULT_RUNNER_POLL_MS),
   /** Hard cap on concurrent invocations of this runner. */
   maxConcurrency: z.number().int().min(1).max(1_000).default(10),
 });

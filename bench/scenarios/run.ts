@@ -206,7 +206,7 @@ export function scenarioReport(results: ScenarioResults): string {
         `Leasehold: runner 1,024 MB, scheduler 256 MB; Neon/Postgres compute not included. "init billed": Lambda bills the INIT phase of on-demand functions since 1 Aug 2025; the runtime's gbSeconds leave init out, so it is added from its initMs. ` +
         `SQS + Lambda: per job one SendMessage, 1/10 ReceiveMessage and 1/10 DeleteMessageBatch (${c.sqs.sqsRequestsPerJob} SQS requests), 1/10 Lambda invocation running 10 handlers one after another at 1,024 MB with the same mean handler time (${c.burst.handlerMeanMs} ms); ` +
         "empty long-poll receives of the event source mapping (a steady cost when idle) and cold-start init are not counted. " +
-        `Fixed cost not in the table: the cron scheduler polls for its whole timeout even on an empty queue — one idle tick billed ${c.idleCron.billedMs} ms (${c.idleCron.gbSeconds} GB-s); ` +
+        `Fixed cost not in the table: on an empty queue each cron tick of the scheduler makes its idle passes and returns — one idle tick billed ${c.idleCron.billedMs} ms (${c.idleCron.gbSeconds} GB-s); ` +
         `every ${c.idleCron.periodMs / 1000} s that is $${c.idleCron.dollarsPerMonth.toFixed(2)} a month of Lambda with no jobs at all (and a database query every second).`,
     );
   }
