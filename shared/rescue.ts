@@ -1,5 +1,6 @@
 import { retryDelayMs } from "./backoff.ts";
 import { sql, type Store } from "./db.ts";
+import { RETRY_OR_DEAD } from "./settle.ts";
 
 /**
  * The rescue records the death of runners: it finds running jobs whose lease
@@ -58,13 +59,10 @@ with s as (
   select * from unnest($1::bigint[], $2::uuid[], $3::float8[]) as s(id, token, delay_ms)
 ), done as (
   update leasehold.jobs j
-  set status = (case when j.attempts >= j.max_attempts then 'dead' else 'queued' end)::leasehold.job_status,
-      run_at = case when j.attempts >= j.max_attempts then j.run_at
-                    else now() + s.delay_ms * interval '1 millisecond' end,
-      finished_at = case when j.attempts >= j.max_attempts then now() end,
+  set ${RETRY_OR_DEAD},
+      suspect = true,
       last_error = 'runner ' || coalesce(j.runner_id, 'unknown') || ' did not settle by '
-                   || to_char(j.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-      lease_token = null, lease_expires_at = null
+                   || to_char(j.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
   from s
   -- Guard: still running under the lease we read, and still expired. A job
   -- settled or re-claimed since the read has another token and is left alone.

@@ -23,7 +23,7 @@ export interface Failure extends Lease {
 const COMPLETE_JOBS = `
 with done as (
   update leasehold.jobs j
-  set status = 'succeeded', finished_at = now(), lease_token = null, lease_expires_at = null
+  set status = 'succeeded', finished_at = now(), lease_token = null, lease_expires_at = null, suspect = false
   from unnest($1::bigint[], $2::uuid[]) as s(id, token)
   where j.id = s.id and j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()
   returning j.id, j.attempts, j.runner_id, j.started_at
@@ -48,17 +48,26 @@ export async function completeJobs(store: Store, leases: readonly Lease[]): Prom
   return new Set(rows.map((r) => r.id));
 }
 
+/**
+ * The end of a failed attempt (failed, timed out, or its lease expired), as a
+ * SET list over `jobs j` and a source `s` with `delay_ms`: back to `queued`
+ * after the delay, or `dead` when it was the last attempt. Shared by fail and
+ * rescue so the two can never disagree; static text, no values in it.
+ */
+export const RETRY_OR_DEAD = `
+  status = (case when j.attempts >= j.max_attempts then 'dead' else 'queued' end)::leasehold.job_status,
+  run_at = case when j.attempts >= j.max_attempts then j.run_at
+                else now() + s.delay_ms * interval '1 millisecond' end,
+  finished_at = case when j.attempts >= j.max_attempts then now() end,
+  lease_token = null, lease_expires_at = null`;
+
 const FAIL_JOBS = `
 with s as (
   select * from unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::float8[])
     as s(id, token, outcome, error, delay_ms)
 ), done as (
   update leasehold.jobs j
-  set status = (case when j.attempts >= j.max_attempts then 'dead' else 'queued' end)::leasehold.job_status,
-      run_at = case when j.attempts >= j.max_attempts then j.run_at
-                    else now() + s.delay_ms * interval '1 millisecond' end,
-      finished_at = case when j.attempts >= j.max_attempts then now() end,
-      last_error = s.error, lease_token = null, lease_expires_at = null
+  set ${RETRY_OR_DEAD}, last_error = s.error, suspect = false
   from s
   where j.id = s.id and j.lease_token = s.token and j.status = 'running'
   returning j.id, j.attempts, j.runner_id, j.started_at, j.status, s.outcome, s.error

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { retryDelayMs } from "./backoff.ts";
-import { claimJobs, type ClaimedJob } from "./claim.ts";
+import { claimJobs, suspectWaiting, type ClaimedJob } from "./claim.ts";
 import type { Store } from "./db.ts";
 import { enqueue, enqueueClaimed } from "./enqueue.ts";
 import { PrefetchGauge } from "./prefetch.ts";
@@ -71,6 +71,9 @@ export interface WorkerSummary {
   stale: number;
 }
 
+/** How often a runner looks for suspects waiting to run alone. */
+export const SUSPECT_CHECK_MS = 1_000;
+
 const silent: WorkerLog = { info() {}, warn() {}, error() {} };
 
 export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> {
@@ -125,6 +128,13 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const served = new Set(queues);
   // The last claim found the queue drained: a follow-up job jumps no queue.
   let drained = false;
+  // Suspects (jobs whose runner died holding them) run alone: the runner
+  // stops claiming, lets what it holds finish, then runs one suspect with
+  // nothing beside it, so a job that kills its runner takes no other job's
+  // attempt with it. It looks for suspects at most every SUSPECT_CHECK_MS.
+  let isolating = false;
+  let suspectRunning: string | null = null;
+  let suspectCheckAt = 0;
   const follow = async <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, opts?: EnqueueOptions) => {
     const queue = opts?.queue ?? type.queue;
     const now = served.has(queue) && !opts?.runAt && !opts?.delayMs;
@@ -132,7 +142,8 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     // so the job is inserted already claimed by this runner and starts as soon
     // as a slot is free (the one its parent is about to leave), with no claim
     // round trip. Invariants hold: the insert is the claim.
-    if (now && !opts?.dedupeKey && drained && buffer.length === 0 && type.leaseMs <= remainingMs() - marginMs) {
+    if (now && !opts?.dedupeKey && drained && buffer.length === 0 && !isolating && suspectRunning === null &&
+        type.leaseMs <= remainingMs() - marginMs) {
       const sentAt = Date.now();
       const job = await enqueueClaimed(store, { type, payload, options: opts }, runnerId);
       summary.claimed++;
@@ -205,6 +216,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         await run(job, jobDeadline);
       })().finally(() => {
         running.delete(p);
+        if (job.id === suspectRunning) suspectRunning = null;
         pump();
         if (waitingForSlot) wake?.();
       });
@@ -216,10 +228,33 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     pump();
     const maxLeaseMs = remainingMs() - marginMs;
     if (maxLeaseMs <= 0) break;
-    // Claim once the buffer runs low: enough to fill every slot, plus the prefetch.
-    const ahead = prefetch();
-    const want = buffer.length <= Math.max(slots, ahead) / 2 ? slots + ahead - running.size - buffer.length : 0;
+    if (!isolating && suspectRunning === null && Date.now() >= suspectCheckAt) {
+      suspectCheckAt = Date.now() + SUSPECT_CHECK_MS;
+      isolating = await suspectWaiting(store, queues, maxLeaseMs);
+    }
     let claimed = 0;
+    if (isolating && running.size === 0 && buffer.length === 0) {
+      isolating = false;
+      for (let tried = 0; tried < queues.length && claimed === 0; tried++) {
+        const queue = queues[queueTurn++ % queues.length]!;
+        const sentAt = Date.now();
+        const [job] = await claimJobs(store, { queue, runnerId, limit: 1, maxLeaseMs, suspects: true });
+        if (!job) continue;
+        claimed = 1;
+        summary.claimed++;
+        suspectRunning = job.id;
+        buffer.push({ job, deadline: sentAt + job.leaseMs });
+      }
+      if (claimed > 0) {
+        lastWorkAt = Date.now();
+        continue;
+      }
+    }
+    // Claim once the buffer runs low: enough to fill every slot, plus the
+    // prefetch; nothing while a suspect runs or is about to.
+    const ahead = prefetch();
+    const want = isolating || suspectRunning !== null ? 0
+      : buffer.length <= Math.max(slots, ahead) / 2 ? slots + ahead - running.size - buffer.length : 0;
     if (want > 0) {
       wakeRequested = false;
       for (let tried = 0; tried < queues.length && claimed === 0; tried++) {

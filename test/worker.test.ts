@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Queryable } from "../shared/db.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { claimJobs } from "../shared/claim.ts";
+import { rescueExpiredLeases } from "../shared/rescue.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
 import { runWorker, type WorkerLog } from "../shared/worker.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
@@ -165,6 +167,32 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     expect(turns).toBeLessThan(10_000);
     expect(outcome).toMatchObject({ succeeded: 24, stale: 0 });
     expect(await statuses("fanout")).toEqual([{ status: "succeeded", n: 24 }]);
+  });
+
+  it("runs a job whose runner died holding it alone, with nothing beside it", async () => {
+    let running = 0;
+    let besideSuspect = -1;
+    const work = defineJob({
+      name: "iso-work", schema: z.object({ suspect: z.boolean() }), queue: "iso", leaseMs: 150, backoffMs: 0,
+      handler: async ({ suspect }) => {
+        running++;
+        if (suspect) besideSuspect = running - 1;
+        await sleep(80);
+        if (suspect) besideSuspect = Math.max(besideSuspect, running - 1);
+        running--;
+      },
+    });
+    const { id } = await enqueue(t, work, { suspect: true });
+    // Its first runner dies: the lease runs out and the rescuer marks it.
+    await claimJobs(t, { queue: "iso", runnerId: "dead-runner", limit: 1, maxLeaseMs: 60_000 });
+    await sleep(200);
+    expect((await rescueExpiredLeases(t)).rescued).toBe(1);
+    await enqueueJobs(t, Array.from({ length: 8 }, () => job(work, { suspect: false })));
+    const summary = await runWorker({ store: t, registry: createRegistry([work]), queues: ["iso"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 20 });
+    expect(summary.succeeded).toBe(9);
+    expect(besideSuspect).toBe(0);
+    const { rows } = await t.admin.query(`select suspect, status::text from "${t.schema}".jobs where id = $1`, [id]);
+    expect(rows[0]).toEqual({ suspect: false, status: "succeeded" });
   });
 
   it("claims nothing whose lease its remaining time cannot cover, and exits", async () => {
