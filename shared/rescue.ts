@@ -60,7 +60,8 @@ with s as (
 ), done as (
   update leasehold.jobs j
   set ${RETRY_OR_DEAD},
-      suspect = true,
+      -- Its next attempt is its last: it runs alone (see migration 0005).
+      suspect = j.attempts + 1 >= j.max_attempts,
       last_error = 'runner ' || coalesce(j.runner_id, 'unknown') || ' did not settle by '
                    || to_char(j.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
   from s

@@ -173,7 +173,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     let running = 0;
     let besideSuspect = -1;
     const work = defineJob({
-      name: "iso-work", schema: z.object({ suspect: z.boolean() }), queue: "iso", leaseMs: 150, backoffMs: 0,
+      name: "iso-work", schema: z.object({ suspect: z.boolean() }), queue: "iso", leaseMs: 150, backoffMs: 0, maxAttempts: 2,
       handler: async ({ suspect }) => {
         running++;
         if (suspect) besideSuspect = running - 1;
@@ -183,7 +183,8 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
       },
     });
     const { id } = await enqueue(t, work, { suspect: true });
-    // Its first runner dies: the lease runs out and the rescuer marks it.
+    // Its first runner dies: the lease runs out, and with one attempt left the
+    // rescuer marks it a suspect.
     await claimJobs(t, { queue: "iso", runnerId: "dead-runner", limit: 1, maxLeaseMs: 60_000 });
     await sleep(200);
     expect((await rescueExpiredLeases(t)).rescued).toBe(1);
