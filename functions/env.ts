@@ -10,17 +10,25 @@ import { createNeonPool } from "../shared/drivers/neon.ts";
  * environment variables set by the local Lambda runtime.
  */
 
-/** A linked SST secret's value, or undefined when SST links are not active. */
-function linked(name: "DatabaseUrl" | "ApiToken"): string | undefined {
+/** `Resource[name].value` when SST links it; SST's `Resource` throws on any other access. */
+export type LinkedResources = Record<string, { value?: unknown } | undefined>;
+
+/**
+ * A linked SST secret's value, or undefined when SST links are not active
+ * (local development, tests). `resources` defaults to SST's `Resource`.
+ */
+export function linkedSecret(name: string, resources: LinkedResources = Resource as unknown as LinkedResources): string | undefined {
   try {
-    return (Resource as unknown as Record<string, { value: string }>)[name]?.value;
+    if (!(name in resources)) return undefined;
+    const value = resources[name]?.value;
+    return typeof value === "string" && value ? value : undefined;
   } catch {
     return undefined;
   }
 }
 
 export function databaseUrl(): string {
-  const url = linked("DatabaseUrl") ?? process.env.DATABASE_URL;
+  const url = linkedSecret("DatabaseUrl") ?? process.env.DATABASE_URL;
   if (!url) throw new Error("no database URL: link the DatabaseUrl secret or set DATABASE_URL");
   return url;
 }

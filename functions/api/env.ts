@@ -6,6 +6,9 @@
 import { z } from "zod";
 import { config } from "../../shared/config.ts";
 import { MIN_TOKEN_LENGTH } from "./auth.ts";
+import { linkedSecret, type LinkedResources } from "../env.ts";
+
+export type { LinkedResources };
 
 export interface ApiEnvironment {
   databaseUrl: string;
@@ -28,38 +31,14 @@ const envSchema = z.object({
   wsProxy: z.string().min(1).optional(),
 });
 
-/** `Resource[name].value` when SST links it; `import("sst")` throws on any other access. */
-export type LinkedResources = Record<string, { value?: unknown } | undefined>;
-
-async function loadLinked(): Promise<{ resources: LinkedResources }> {
-  try {
-    const { Resource } = await import("sst");
-    // Wrapped: awaiting the Proxy itself would ask it for `then`, and it throws.
-    return { resources: Resource as unknown as LinkedResources };
-  } catch {
-    return { resources: {} };
-  }
-}
-
-function linked(resources: LinkedResources, name: string): string | undefined {
-  try {
-    if (!(name in resources)) return undefined;
-    const value = resources[name]?.value;
-    return typeof value === "string" && value ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Reads and checks the configuration; the error names what is missing, never a value. */
 export async function readApiEnvironment(
   env: Record<string, string | undefined> = process.env,
   resources?: LinkedResources,
 ): Promise<ApiEnvironment> {
-  const linkedResources = resources ?? (await loadLinked()).resources;
   const parsed = envSchema.safeParse({
-    databaseUrl: linked(linkedResources, "DatabaseUrl") ?? env.DATABASE_URL ?? "",
-    apiToken: linked(linkedResources, "ApiToken") ?? env.LEASEHOLD_API_TOKEN,
+    databaseUrl: linkedSecret("DatabaseUrl", resources) ?? env.DATABASE_URL ?? "",
+    apiToken: linkedSecret("ApiToken", resources) ?? env.LEASEHOLD_API_TOKEN,
     schema: env.LEASEHOLD_SCHEMA || config.schema,
     schedulerFunction: env.LEASEHOLD_SCHEDULER_FUNCTION || undefined,
     wsProxy: env.LEASEHOLD_WS_PROXY || undefined,
