@@ -1,6 +1,7 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
-import { Dimension, METRICS_NAMESPACE, SERVICE_NAME, type MetricName } from "../shared/metrics-names.ts";
+import type { DeadJob } from "../shared/deaths.ts";
+import { Dimension, Metric, METRICS_NAMESPACE, SERVICE_NAME, type MetricName } from "../shared/metrics-names.ts";
 import type { WorkerLog } from "../shared/worker.ts";
 
 export type Unit = (typeof MetricUnit)[keyof typeof MetricUnit];
@@ -31,6 +32,28 @@ export function publishPerQueue(values: Map<string, [MetricName, Unit, number][]
     for (const [name, unit, value] of metrics) m.addMetric(name, unit, value);
     m.publishStoredMetrics();
   }
+}
+
+/**
+ * Reports deaths, whichever function saw them: one `"job dead"` line per job
+ * with every attempt's reason, `DeadJobs` (the alarmed count) and `JobsDead`
+ * per queue, published at once so that a runner dying next loses none.
+ * `alwaysPublish` sends a 0 too (the rescuer does, so the alarm has data).
+ */
+export function reportDeaths(deaths: readonly DeadJob[], alwaysPublish = false): void {
+  for (const d of deaths) {
+    logger.error("job dead", { jobId: d.id, queue: d.queue, name: d.name, attempts: d.attempts, reasons: d.reasons });
+  }
+  if (deaths.length === 0 && !alwaysPublish) return;
+  const service = serviceMetrics();
+  service.addMetric(Metric.DeadJobs, MetricUnit.Count, deaths.length);
+  service.publishStoredMetrics();
+  const perQueue = new Map<string, [MetricName, Unit, number][]>();
+  for (const d of deaths) {
+    const count = (perQueue.get(d.queue)?.[0]?.[2] ?? 0) + 1;
+    perQueue.set(d.queue, [[Metric.JobsDead, MetricUnit.Count, count]]);
+  }
+  publishPerQueue(perQueue);
 }
 
 export { MetricUnit };

@@ -2,29 +2,29 @@ import type { Context } from "aws-lambda";
 import { config } from "../shared/config.ts";
 import { pruneRunners } from "../shared/fleet.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
+import { describeDeaths } from "../shared/deaths.ts";
 import { rescueExpiredLeases, type RescueResult } from "../shared/rescue.ts";
 import { pruneJobs, queueStats } from "../shared/stats.ts";
 import { openPool, schema } from "./env.ts";
-import { logger, MetricUnit, publishPerQueue, serviceMetrics, type Unit } from "./observability.ts";
+import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, type Unit } from "./observability.ts";
 
 /**
- * The rescuer: cron-triggered, it records the death of runners (expired
- * leases become `lease_expired` attempts; jobs are re-queued or marked dead),
+ * The rescuer: cron-triggered, it records the death of runners (an expired
+ * lease whose handler had started becomes a `lease_expired` attempt and the
+ * job is re-queued or marked dead; one that never started gets its attempt
+ * back),
  * publishes the metrics the alarms watch (DeadJobs, RescuedJobs, ReadyJobs and
  * OldestReadyAgeSeconds per queue), logs each dead job with its reasons, and
  * prunes finished jobs past their retention.
  */
-export async function handler(_event: unknown, context: Context): Promise<Omit<RescueResult, "deadJobs"> & { pruned: number }> {
+export async function handler(_event: unknown, context: Context): Promise<Omit<RescueResult, "deadIds"> & { pruned: number }> {
   logger.addContext(context);
   const pool = openPool(2);
   const store = { db: pool, schema: schema() };
   try {
     const result = await rescueExpiredLeases(store);
-    for (const job of result.deadJobs) {
-      logger.error("job dead", { jobId: job.id, name: job.name, attempts: job.attempts, reasons: job.reasons });
-    }
+    reportDeaths(await describeDeaths(store, result.deadIds), true);
     const service = serviceMetrics();
-    service.addMetric(Metric.DeadJobs, MetricUnit.Count, result.dead);
     service.addMetric(Metric.RescuedJobs, MetricUnit.Count, result.rescued);
     service.publishStoredMetrics();
 
@@ -43,8 +43,8 @@ export async function handler(_event: unknown, context: Context): Promise<Omit<R
 
     const pruned = await pruneJobs(store, config.retentionDays * 24 * 3600_000, { maxBatches: 20 });
     await pruneRunners(store);
-    logger.info("rescue done", { rescued: result.rescued, dead: result.dead, pruned });
-    return { rescued: result.rescued, dead: result.dead, pruned };
+    logger.info("rescue done", { rescued: result.rescued, refunded: result.refunded, dead: result.dead, pruned });
+    return { rescued: result.rescued, refunded: result.refunded, dead: result.dead, pruned };
   } finally {
     await pool.end();
   }

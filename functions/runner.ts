@@ -7,7 +7,8 @@ import { runWorker, type WorkerSummary } from "../shared/worker.ts";
 import { registry as bundledRegistry } from "../jobs/index.ts";
 import type { Registry } from "../shared/job.ts";
 import { openPool, schema } from "./env.ts";
-import { logger, MetricUnit, publishPerQueue, serviceMetrics, workerLog, type Unit } from "./observability.ts";
+import { describeDeaths } from "../shared/deaths.ts";
+import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
 
 /**
  * The runner: invoked asynchronously by the scheduler, it claims jobs of its
@@ -48,12 +49,13 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
   logger.appendKeys({ runnerId, runner: name });
 
   const counts = new Map<string, Record<"succeeded" | "failed" | "timeout", number>>();
-  let stale = 0;
   const pool = openPool(POOL_SIZE);
   const store = { db: pool, schema: schema() };
   // The heartbeat keeps this runner counted as supply while it can still take
   // a job of the longest lease its queues allow; after that (or if it dies)
   // the scheduler stops counting it and may start a fresh runner.
+  let deaths: Promise<void> = Promise.resolve();
+  let stale = 0;
   const heartbeat = setInterval(() => {
     const retiring = context.getRemainingTimeInMillis() - RUNNER_MARGIN_MS < runnerConfig.maxLeaseMs;
     if (retiring) clearInterval(heartbeat);
@@ -71,9 +73,14 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
       idleMs: runnerConfig.idleMs,
       pollMs: runnerConfig.pollMs,
       log: workerLog,
+      // Each death is described and reported as it happens: a runner that
+      // dies next loses none of them.
+      onDead: (ids) => {
+        deaths = deaths.then(() => describeDeaths(store, ids)).then(reportDeaths, (err) =>
+          logger.error("could not describe dead jobs", { jobIds: ids, error: String(err) }));
+      },
       onSettled: (e) => {
-        if (!e.accepted) return void stale++;
-        if (e.outcome === "released") return;
+        if (!e.accepted || e.outcome === "released") return;
         const c = counts.get(e.queue) ?? { succeeded: 0, failed: 0, timeout: 0 };
         c[e.outcome]++;
         counts.set(e.queue, c);
@@ -82,9 +89,11 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
         }
       },
     });
+    stale = summary.stale;
     logger.info("runner done", { ...summary });
     return summary;
   } finally {
+    await deaths;
     clearInterval(heartbeat);
     await stopRunner(store, invocationId).catch((err) => logger.warn("could not deregister runner", { error: String(err) }));
     await pool.end();

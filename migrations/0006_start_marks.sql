@@ -12,6 +12,9 @@ alter table leasehold.jobs add column handler_started boolean not null default f
 -- attempt is charged with it. A job that kills its runner at once still
 -- starts exactly max_attempts times.
 alter table leasehold.jobs add column owes_attempt boolean not null default false;
+-- Set with `owes_attempt`, but kept until the job settles: once a death has
+-- been refunded, every later start of the job is recorded before it runs.
+alter table leasehold.jobs add column start_first boolean not null default false;
 
 -- Attempt numbers are unique for the life of a job: `runs` counts every
 -- claim (a release or a refund gives the attempt back, never the number),

@@ -136,10 +136,10 @@ export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[]):
 const INSERT_CLAIMED = `
 insert into leasehold.jobs
   (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key,
-   status, attempts, lease_token, lease_expires_at, runner_id, started_at)
+   status, attempts, runs, lease_token, lease_expires_at, runner_id, started_at)
 values ($1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text,
-   'running', 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now())
-returning id::text, queue, name, payload, attempts, max_attempts, lease_ms, backoff_ms, lease_token::text`;
+   'running', 1, 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now())
+returning id::text, queue, name, payload, attempts, runs, start_first, max_attempts, lease_ms, backoff_ms, lease_token::text`;
 
 /**
  * Enqueues one job already claimed by `runnerId`: the insert is the claim

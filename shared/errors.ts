@@ -16,3 +16,12 @@ export class UnknownJobTypeError extends Error {
     super(`unknown job type: ${jobName}`);
   }
 }
+
+/**
+ * Thrown by a handler to fail its job for good: the job ends `dead` at once,
+ * with this message as its reason, whatever attempts it has left (as Oban's
+ * cancel and River's `JobCancel`). For input that no retry can fix.
+ */
+export class PermanentError extends Error {
+  override name = "PermanentError";
+}

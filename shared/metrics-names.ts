@@ -13,14 +13,16 @@
  *   publishes. Infra sets POWERTOOLS_SERVICE_NAME and
  *   POWERTOOLS_METRICS_NAMESPACE on every function from these constants.
  * - Whole-service counters carry `service` only, no `queue`:
- *   DeadJobs, RescuedJobs (published by the rescuer per run) and StaleSettles
+ *   DeadJobs (published by whichever function ended a job dead, and by the
+ *   rescuer every run, 0 included), RescuedJobs (the rescuer) and StaleSettles
  *   (fencing refusals: a runner that lost its lease tried to settle). The
  *   alarms on DeadJobs and StaleSettles use `{ service }` exactly.
  * - Per-queue gauges carry `service` and `queue`: ReadyJobs and
  *   OldestReadyAgeSeconds, published once per queue per run. The
  *   oldest-ready-age alarm exists once per configured queue.
  * - Per-queue outcome counters carry `service` and `queue`: JobsSucceeded,
- *   JobsFailed, JobsTimedOut (published by the runner).
+ *   JobsFailed, JobsTimedOut (published by the runner), JobsDead (with each
+ *   DeadJobs count).
  * A publisher that adds another dimension (e.g. a job name) to one of these
  * metrics creates a *different* metric that no alarm watches; publish such
  * detail in a separate metric set or in the log line instead. With
@@ -35,8 +37,13 @@ export const METRICS_NAMESPACE = "Leasehold";
 export const SERVICE_NAME = "leasehold";
 
 export const Metric = {
-  /** Jobs that became `dead` (all attempts used). Unit: Count. */
+  /**
+   * Jobs that became `dead`, whichever path killed them (last attempt failed
+   * or timed out, permanent failure, expired lease). Unit: Count.
+   */
   DeadJobs: "DeadJobs",
+  /** The same deaths, per queue (not alarmed: for the dashboard). Unit: Count. */
+  JobsDead: "JobsDead",
   /** Jobs re-queued by the rescuer after an expired lease. Unit: Count. */
   RescuedJobs: "RescuedJobs",
   /** Age of the oldest claimable `queued` job, per queue. Unit: Seconds. */
@@ -68,6 +75,7 @@ export const METRIC_DIMENSIONS: Record<MetricName, readonly DimensionName[]> = {
   JobsSucceeded: [Dimension.Service, Dimension.Queue],
   JobsFailed: [Dimension.Service, Dimension.Queue],
   JobsTimedOut: [Dimension.Service, Dimension.Queue],
+  JobsDead: [Dimension.Service, Dimension.Queue],
 };
 
 /** The dimensions (names and values) of `metric`, for `queue` when it has one. */

@@ -1,54 +1,63 @@
 import { retryDelayMs } from "./backoff.ts";
 import { sql, type Store } from "./db.ts";
-import { RETRY_OR_DEAD } from "./settle.ts";
 
 /**
  * The rescue records the death of runners: it finds running jobs whose lease
- * has expired, records the expired attempt as `lease_expired` with the runner
- * that held it, and re-queues each job (with backoff) or marks it `dead` when
- * its attempts are used (invariant 3).
+ * has expired and ends each expired attempt with the runner that held it
+ * (invariant 3). A job whose handler had started is charged: its attempt is
+ * recorded `lease_expired`, and it is re-queued with backoff, or marked `dead`
+ * once its attempts are used. A job whose start was never recorded (it sat in
+ * the runner's buffer, or the runner died before its next write) gets its
+ * attempt back, recorded `released`, and owes it: from then on its starts are
+ * recorded before its handler runs, and the next death charges the owed
+ * attempt with its own. A job that kills its runner before any write still
+ * starts exactly max_attempts times (invariant 1).
  *
  * When it can run a job twice: a runner that is alive but stalled past its
- * lease (a handler ignoring its AbortSignal) may still be working when the
- * rescue re-queues the job. Its late success is then refused by fencing, but
- * whatever side effects it had happened twice. Leases must be longer than the
- * work they cover.
+ * lease (a handler ignoring its AbortSignal, a frozen process) may still be
+ * working when the rescue re-queues the job. Its late settle is then refused
+ * by fencing, but whatever side effects it had happened twice. Leases must be
+ * longer than the work they cover.
  */
 
 export interface ExpiredLease {
   id: string;
-  name: string;
   attempts: number;
   maxAttempts: number;
   backoffMs: number;
-  leaseToken: string;
-  runnerId: string | null;
+  /** Whether the runner recorded that the handler had started. */
+  handlerStarted: boolean;
+  /** Given an attempt back after an earlier death, and not yet charged for it. */
+  owesAttempt: boolean;
 }
 
-export type RescueDecision = { action: "retry"; delayMs: number } | { action: "dead" };
+export type RescueDecision =
+  /** The handler never started (as far as the record goes): the attempt is given back. */
+  | { action: "refund"; attempts: number }
+  | { action: "retry"; attempts: number; delayMs: number; suspect: boolean }
+  | { action: "dead"; attempts: number };
 
 /** What to do with one expired lease: a pure function of the job. */
 export function decideRescue(job: ExpiredLease, random: () => number = Math.random): RescueDecision {
-  if (job.attempts >= job.maxAttempts) return { action: "dead" };
-  return { action: "retry", delayMs: retryDelayMs(job.attempts, job.backoffMs, random) };
-}
-
-export interface DeadJob {
-  id: string;
-  name: string;
-  attempts: number;
-  /** How each attempt ended, in order: "lease_expired: ...", "failed: ...". */
-  reasons: string[];
+  if (!job.handlerStarted) return { action: "refund", attempts: job.attempts - 1 };
+  const attempts = Math.min(job.maxAttempts, job.attempts + (job.owesAttempt ? 1 : 0));
+  if (attempts >= job.maxAttempts) return { action: "dead", attempts };
+  // Its next attempt is its last: it runs alone (see migration 0005).
+  const suspect = attempts + 1 >= job.maxAttempts;
+  return { action: "retry", attempts, delayMs: retryDelayMs(attempts, job.backoffMs, random), suspect };
 }
 
 export interface RescueResult {
   rescued: number;
+  /** Expired leases whose handler had never started: given back uncharged. */
+  refunded: number;
   dead: number;
-  deadJobs: DeadJob[];
+  /** Ids of the jobs that died, for the death reporter. */
+  deadIds: string[];
 }
 
 const FIND_EXPIRED = `
-select id::text, name, attempts, max_attempts, backoff_ms, lease_token::text, runner_id
+select id::text, attempts, max_attempts, backoff_ms, lease_token::text, handler_started, owes_attempt
 from leasehold.jobs
 where status = 'running' and lease_expires_at <= now()
 order by lease_expires_at
@@ -56,32 +65,38 @@ limit $1::integer`;
 
 const RESCUE_JOBS = `
 with s as (
-  select * from unnest($1::bigint[], $2::uuid[], $3::float8[]) as s(id, token, delay_ms)
+  select * from unnest($1::bigint[], $2::uuid[], $3::text[], $4::integer[], $5::float8[], $6::boolean[])
+    as s(id, token, action, attempts, delay_ms, suspect)
 ), done as (
   update leasehold.jobs j
-  set ${RETRY_OR_DEAD},
-      -- Its next attempt is its last: it runs alone (see migration 0005).
-      suspect = j.attempts + 1 >= j.max_attempts,
-      last_error = 'runner ' || coalesce(j.runner_id, 'unknown') || ' did not settle by '
-                   || to_char(j.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+  set status = (case s.action when 'dead' then 'dead' else 'queued' end)::leasehold.job_status,
+      attempts = s.attempts,
+      run_at = case s.action when 'dead' then j.run_at else now() + s.delay_ms * interval '1 millisecond' end,
+      finished_at = case s.action when 'dead' then now() end,
+      lease_token = null, lease_expires_at = null,
+      suspect = s.suspect,
+      owes_attempt = s.action = 'refund',
+      start_first = j.start_first or s.action = 'refund',
+      last_error = case s.action
+        when 'refund' then 'runner ' || coalesce(j.runner_id, 'unknown') || ' died before the handler started; attempt given back'
+        else 'runner ' || coalesce(j.runner_id, 'unknown') || ' did not settle by '
+             || to_char(j.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') end
   from s
   -- Guard: still running under the lease we read, and still expired. A job
   -- settled or re-claimed since the read has another token and is left alone.
   where j.id = s.id and j.lease_token = s.token and j.status = 'running' and j.lease_expires_at <= now()
-  returning j.id, j.name, j.attempts, j.runner_id, j.started_at, j.status, j.last_error
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.last_error, s.action
 ), recorded as (
-  insert into leasehold.job_attempts (job_id, attempt, runner_id, claimed_at, ended_at, outcome, error)
-  select id, attempts, runner_id, started_at, now(), 'lease_expired', last_error from done
+  insert into leasehold.job_attempts (job_id, attempt, generation, runner_id, claimed_at, ended_at, outcome, error)
+  select id, runs, generation, runner_id, started_at, now(),
+         (case action when 'refund' then 'released' else 'lease_expired' end)::leasehold.attempt_outcome, last_error
+  from done
 ), gone as (
   -- A runner that let a lease expire is dead or stuck: it no longer counts
   -- as supply for the scheduler.
   delete from leasehold.runners where request_id in (select runner_id from done)
 )
-select id::text, name, attempts, status::text from done`;
-
-const ATTEMPT_REASONS = `
-select job_id::text, array_agg(outcome || coalesce(': ' || error, '') order by ended_at, attempt) as reasons
-from leasehold.job_attempts where job_id = any($1::bigint[]) group by job_id`;
+select id::text, action from done`;
 
 export interface RescueOptions {
   /** Expired leases read and written per round trip. */
@@ -95,54 +110,39 @@ export interface RescueOptions {
 export async function rescueExpiredLeases(store: Store, options: RescueOptions = {}): Promise<RescueResult> {
   const pageSize = options.pageSize ?? 500;
   const maxPages = options.maxPages ?? 100;
-  const result: RescueResult = { rescued: 0, dead: 0, deadJobs: [] };
-  const dead: { id: string; name: string; attempts: number }[] = [];
+  const result: RescueResult = { rescued: 0, refunded: 0, dead: 0, deadIds: [] };
 
   for (let page = 0; page < maxPages; page++) {
     const { rows } = await store.db.query<{
-      id: string;
-      name: string;
-      attempts: number;
-      max_attempts: number;
-      backoff_ms: number;
-      lease_token: string;
-      runner_id: string | null;
+      id: string; attempts: number; max_attempts: number; backoff_ms: number; lease_token: string;
+      handler_started: boolean; owes_attempt: boolean;
     }>(sql(store.schema, FIND_EXPIRED), [pageSize]);
     if (rows.length === 0) break;
 
-    const delays = rows.map((r) => {
-      const decision = decideRescue(
+    const decisions = rows.map((r) =>
+      decideRescue(
         {
-          id: r.id,
-          name: r.name,
-          attempts: r.attempts,
-          maxAttempts: r.max_attempts,
-          backoffMs: r.backoff_ms,
-          leaseToken: r.lease_token,
-          runnerId: r.runner_id,
+          id: r.id, attempts: r.attempts, maxAttempts: r.max_attempts, backoffMs: r.backoff_ms,
+          handlerStarted: r.handler_started, owesAttempt: r.owes_attempt,
         },
         options.random,
-      );
-      return decision.action === "retry" ? decision.delayMs : 0;
-    });
-    const { rows: written } = await store.db.query<{ id: string; name: string; attempts: number; status: string }>(
+      ),
+    );
+    const { rows: written } = await store.db.query<{ id: string; action: RescueDecision["action"] }>(
       sql(store.schema, RESCUE_JOBS),
-      [rows.map((r) => r.id), rows.map((r) => r.lease_token), delays],
+      [
+        rows.map((r) => r.id), rows.map((r) => r.lease_token), decisions.map((d) => d.action),
+        decisions.map((d) => d.attempts), decisions.map((d) => (d.action === "retry" ? d.delayMs : 0)),
+        decisions.map((d) => d.action === "retry" && d.suspect),
+      ],
     );
     for (const w of written) {
-      if (w.status === "dead") dead.push({ id: w.id, name: w.name, attempts: w.attempts });
+      if (w.action === "dead") result.deadIds.push(w.id);
+      else if (w.action === "refund") result.refunded++;
       else result.rescued++;
     }
     if (rows.length < pageSize) break;
   }
-
-  result.dead = dead.length;
-  if (dead.length > 0) {
-    const { rows } = await store.db.query<{ job_id: string; reasons: string[] }>(sql(store.schema, ATTEMPT_REASONS), [
-      dead.map((d) => d.id),
-    ]);
-    const reasons = new Map(rows.map((r) => [r.job_id, r.reasons]));
-    result.deadJobs = dead.map((d) => ({ ...d, reasons: reasons.get(d.id) ?? [] }));
-  }
+  result.dead = result.deadIds.length;
   return result;
 }

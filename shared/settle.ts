@@ -1,11 +1,14 @@
 import { sql, type Store } from "./db.ts";
 
 /**
- * Settling ends an attempt. Every settle is fenced by the lease token
- * (invariant 4): it changes only jobs still `running` under the token the
- * caller holds, and returns which ones it changed. An id missing from the
- * result lost its lease (rescued, or re-claimed by another runner) and was
- * left untouched; the caller logs it as a stale settle.
+ * Settling ends an attempt. Every settle is fenced (invariant 4): it changes
+ * only jobs still `running` under the token the caller holds, and only while
+ * that lease has not expired. An id missing from the result lost its lease
+ * (rescued, re-claimed, or expired) and was left untouched; the caller logs
+ * it as a stale settle. A settle keeps the token on the row, so a settle that
+ * committed but whose answer was lost can be recognised when it is retried
+ * (`settledEarlier`); the rescuer clears the token, so a late settle after a
+ * rescue is never mistaken for one of ours.
  */
 
 export interface Lease {
@@ -18,106 +21,136 @@ export interface Failure extends Lease {
   error: string;
   /** Delay before the retry, if the job has attempts left. */
   retryDelayMs: number;
+  /** End the job `dead` now, whatever attempts it has left. */
+  permanent?: boolean;
 }
 
-const COMPLETE_JOBS = `
-with done as (
-  update leasehold.jobs j
-  set status = 'succeeded', finished_at = now(), lease_token = null, lease_expires_at = null, suspect = false
+/** One round trip's worth of outcomes, each kind in its own list. */
+export interface SettleBatch {
+  /** Handlers that have started: a death now charges their attempt. */
+  started?: readonly Lease[];
+  succeeded?: readonly Lease[];
+  failed?: readonly Failure[];
+  /** Claimed but never started: back to `queued`, the attempt given back. */
+  released?: readonly Lease[];
+}
+
+/** What a settle wrote: the ids it applied, and each failed job's new status. */
+export interface SettleResult {
+  started: Set<string>;
+  succeeded: Set<string>;
+  failed: Map<string, "queued" | "dead">;
+  released: Set<string>;
+}
+
+const FENCED = `j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()`;
+
+const SETTLE_JOBS = `
+with marked as (
+  update leasehold.jobs j set handler_started = true
   from unnest($1::bigint[], $2::uuid[]) as s(id, token)
-  where j.id = s.id and j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()
-  returning j.id, j.attempts, j.runner_id, j.started_at
-), recorded as (
-  insert into leasehold.job_attempts (job_id, attempt, runner_id, claimed_at, ended_at, outcome)
-  select id, attempts, runner_id, started_at, now(), 'succeeded' from done
-)
-select id::text from done`;
-
-/**
- * Marks jobs succeeded and records their attempts, in one statement. A job
- * whose lease has already expired is not completed: its success came too
- * late, and the rescuer records the attempt as `lease_expired`.
- * Returns the ids it completed.
- */
-export async function completeJobs(store: Store, leases: readonly Lease[]): Promise<Set<string>> {
-  if (leases.length === 0) return new Set();
-  const { rows } = await store.db.query<{ id: string }>(sql(store.schema, COMPLETE_JOBS), [
-    leases.map((l) => l.id),
-    leases.map((l) => l.leaseToken),
-  ]);
-  return new Set(rows.map((r) => r.id));
-}
-
-/**
- * The end of a failed attempt (failed, timed out, or its lease expired), as a
- * SET list over `jobs j` and a source `s` with `delay_ms`: back to `queued`
- * after the delay, or `dead` when it was the last attempt. Shared by fail and
- * rescue so the two can never disagree; static text, no values in it.
- */
-export const RETRY_OR_DEAD = `
-  status = (case when j.attempts >= j.max_attempts then 'dead' else 'queued' end)::leasehold.job_status,
-  run_at = case when j.attempts >= j.max_attempts then j.run_at
-                else now() + s.delay_ms * interval '1 millisecond' end,
-  finished_at = case when j.attempts >= j.max_attempts then now() end,
-  lease_token = null, lease_expires_at = null`;
-
-const FAIL_JOBS = `
-with s as (
-  select * from unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::float8[])
-    as s(id, token, outcome, error, delay_ms)
+  where j.id = s.id and ${FENCED}
+  returning j.id
 ), done as (
   update leasehold.jobs j
-  set ${RETRY_OR_DEAD}, last_error = s.error, suspect = false
-  from s
-  where j.id = s.id and j.lease_token = s.token and j.status = 'running'
-  returning j.id, j.attempts, j.runner_id, j.started_at, j.status, s.outcome, s.error
+  set status = 'succeeded', finished_at = now(), lease_expires_at = null, last_error = null,
+      suspect = false, owes_attempt = false, start_first = false
+  from unnest($3::bigint[], $4::uuid[]) as s(id, token)
+  where j.id = s.id and ${FENCED}
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at
+), failed as (
+  update leasehold.jobs j
+  set status = (case when s.permanent or j.attempts >= j.max_attempts then 'dead' else 'queued' end)::leasehold.job_status,
+      run_at = case when s.permanent or j.attempts >= j.max_attempts then j.run_at
+                    else now() + s.delay_ms * interval '1 millisecond' end,
+      finished_at = case when s.permanent or j.attempts >= j.max_attempts then now() end,
+      lease_expires_at = null, last_error = s.error, suspect = false, owes_attempt = false, start_first = false
+  from unnest($5::bigint[], $6::uuid[], $7::text[], $8::text[], $9::float8[], $10::boolean[])
+    as s(id, token, outcome, error, delay_ms, permanent)
+  where j.id = s.id and ${FENCED}
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.status, s.outcome, s.error
+), released as (
+  update leasehold.jobs j
+  set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null
+  from unnest($11::bigint[], $12::uuid[]) as s(id, token)
+  where j.id = s.id and ${FENCED}
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at
 ), recorded as (
-  insert into leasehold.job_attempts (job_id, attempt, runner_id, claimed_at, ended_at, outcome, error)
-  select id, attempts, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error from done
+  insert into leasehold.job_attempts (job_id, attempt, generation, runner_id, claimed_at, ended_at, outcome, error)
+  select id, runs, generation, runner_id, started_at, now(), 'succeeded', null from done
+  union all
+  select id, runs, generation, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error from failed
+  union all
+  select id, runs, generation, runner_id, started_at, now(), 'released', null from released
 )
-select id::text, status::text from done`;
+select id::text, 'started' as kind, null as status from marked
+union all select id::text, 'succeeded', null from done
+union all select id::text, 'failed', status::text from failed
+union all select id::text, 'released', null from released`;
 
 /**
- * Records failed or timed-out attempts, in one statement: each job goes back
- * to `queued` after its retry delay, or to `dead` if that was its last
- * attempt. Returns the new status of each job it changed.
+ * Writes a batch of outcomes in one statement (one round trip, one commit):
+ * start marks, successes, failures (each back to `queued` after its retry
+ * delay, or `dead` when it was the last attempt or `permanent`), releases.
+ * Every ended attempt gets its row. An id may appear in one list only.
  */
-export async function failJobs(store: Store, failures: readonly Failure[]): Promise<Map<string, "queued" | "dead">> {
-  if (failures.length === 0) return new Map();
-  const { rows } = await store.db.query<{ id: string; status: "queued" | "dead" }>(sql(store.schema, FAIL_JOBS), [
-    failures.map((f) => f.id),
-    failures.map((f) => f.leaseToken),
-    failures.map((f) => f.outcome),
-    failures.map((f) => f.error),
-    failures.map((f) => f.retryDelayMs),
+export async function settleJobs(store: Store, batch: SettleBatch): Promise<SettleResult> {
+  const started = batch.started ?? [];
+  const succeeded = batch.succeeded ?? [];
+  const failed = batch.failed ?? [];
+  const released = batch.released ?? [];
+  const result: SettleResult = { started: new Set(), succeeded: new Set(), failed: new Map(), released: new Set() };
+  if (started.length + succeeded.length + failed.length + released.length === 0) return result;
+  const { rows } = await store.db.query<{ id: string; kind: keyof SettleResult; status: "queued" | "dead" | null }>(
+    sql(store.schema, SETTLE_JOBS),
+    [
+      ids(started), tokens(started), ids(succeeded), tokens(succeeded),
+      ids(failed), tokens(failed), failed.map((f) => f.outcome), failed.map((f) => f.error),
+      failed.map((f) => f.retryDelayMs), failed.map((f) => f.permanent ?? false),
+      ids(released), tokens(released),
+    ],
+  );
+  for (const r of rows) {
+    if (r.kind === "failed") result.failed.set(r.id, r.status!);
+    else result[r.kind].add(r.id);
+  }
+  return result;
+}
+
+const ids = (leases: readonly Lease[]) => leases.map((l) => l.id);
+const tokens = (leases: readonly Lease[]) => leases.map((l) => l.leaseToken);
+
+const SETTLED_EARLIER = `
+select j.id::text, j.status::text from leasehold.jobs j
+join unnest($1::bigint[], $2::uuid[]) as s(id, token) on j.id = s.id
+where j.lease_token = s.token and j.status <> 'running'`;
+
+/**
+ * Of these leases, the ones a settle of ours already ended (their answer may
+ * have been lost with the connection), with the status it left. Asked only
+ * when a settle is retried.
+ */
+export async function settledEarlier(store: Store, leases: readonly Lease[]): Promise<Map<string, string>> {
+  if (leases.length === 0) return new Map();
+  const { rows } = await store.db.query<{ id: string; status: string }>(sql(store.schema, SETTLED_EARLIER), [
+    ids(leases), tokens(leases),
   ]);
   return new Map(rows.map((r) => [r.id, r.status]));
 }
 
-const RELEASE_JOBS = `
-with done as (
-  update leasehold.jobs j
-  set status = 'queued', attempts = j.attempts - 1, lease_token = null, lease_expires_at = null
-  from unnest($1::bigint[], $2::uuid[]) as s(id, token)
-  where j.id = s.id and j.lease_token = s.token and j.status = 'running'
-  returning j.id, j.attempts + 1 as attempt, j.runner_id, j.started_at
-), recorded as (
-  insert into leasehold.job_attempts (job_id, attempt, runner_id, claimed_at, ended_at, outcome)
-  select id, attempt, runner_id, started_at, now(), 'released' from done
-)
-select id::text from done`;
+/** Marks jobs succeeded and records their attempts. Returns the ids it completed. */
+export async function completeJobs(store: Store, leases: readonly Lease[]): Promise<Set<string>> {
+  return (await settleJobs(store, { succeeded: leases })).succeeded;
+}
 
-/**
- * Gives jobs back without charging the attempt: for jobs a runner claimed but
- * will not start (it is about to run out of time). Returns the ids released.
- */
+/** Records failed or timed-out attempts. Returns the new status of each job it changed. */
+export async function failJobs(store: Store, failures: readonly Failure[]): Promise<Map<string, "queued" | "dead">> {
+  return (await settleJobs(store, { failed: failures })).failed;
+}
+
+/** Gives jobs back without charging the attempt. Returns the ids released. */
 export async function releaseJobs(store: Store, leases: readonly Lease[]): Promise<Set<string>> {
-  if (leases.length === 0) return new Set();
-  const { rows } = await store.db.query<{ id: string }>(sql(store.schema, RELEASE_JOBS), [
-    leases.map((l) => l.id),
-    leases.map((l) => l.leaseToken),
-  ]);
-  return new Set(rows.map((r) => r.id));
+  return (await settleJobs(store, { released: leases })).released;
 }
 
 const EXTEND_LEASE = `

@@ -1,18 +1,23 @@
 import type { z } from "zod";
 import { retryDelayMs } from "./backoff.ts";
-import { claimJobs, suspectWaiting, type ClaimedJob } from "./claim.ts";
 import type { Store } from "./db.ts";
 import { enqueue, enqueueClaimed } from "./enqueue.ts";
+import type { EnqueueOptions, JobType, Registry } from "./job.ts";
 import { PrefetchGauge } from "./prefetch.ts";
-import type { EnqueueOptions, JobContext, JobType, Registry } from "./job.ts";
-import { extendLease } from "./settle.ts";
-import { Settler, type SettleOutcome } from "./settler.ts";
+import { pause, systemClock, type Clock } from "./runner/clock.ts";
+import { Completer, type SettleKind } from "./runner/completer.ts";
+import { executeJob } from "./runner/executor.ts";
+import { Producer, type Buffered } from "./runner/producer.ts";
 
 /**
- * The runner's loop, with no Lambda in it: claim jobs in batches into a fixed
- * number of slots, run each under an AbortSignal that fires at its lease
- * deadline, settle outcomes in batches, and keep going while there is work and
- * time. The Lambda runner and the benchmarks both run exactly this.
+ * The runner's loop, with no Lambda in it. Three parts, each on its own:
+ * the producer claims into a buffer, the executor runs one job under its
+ * deadline, the completer writes outcomes in batches and retries them. This
+ * loop only wires them: it starts buffered jobs in free slots, asks for more
+ * when the buffer runs low, and stops when the queue is drained, time is up,
+ * or the database has been gone too long. On every exit it gives back what
+ * never started, waits for its handlers, and writes every outcome it can.
+ * The Lambda runner and the benchmarks both run exactly this.
  */
 
 export interface WorkerLog {
@@ -46,7 +51,12 @@ export interface WorkerOptions {
   log?: WorkerLog;
   /** Called for every settled attempt, e.g. to publish metrics. */
   onSettled?: (event: SettledEvent) => void;
+  /** Called with the ids of jobs that ended `dead` here (failed, timed out, or failed for good). */
+  onDead?: (ids: string[]) => void;
+  clock?: Clock;
 }
+
+export type SettleOutcome = "succeeded" | "failed" | "timeout" | "released";
 
 export interface SettledEvent {
   jobId: string;
@@ -54,7 +64,7 @@ export interface SettledEvent {
   name: string;
   attempt: number;
   outcome: SettleOutcome;
-  /** False when fencing refused it: the lease had been lost. */
+  /** False when fencing refused it (the lease had been lost) or it was abandoned. */
   accepted: boolean;
   /** The job's status after an accepted failure or timeout. */
   status?: "queued" | "dead";
@@ -67,232 +77,217 @@ export interface WorkerSummary {
   failed: number;
   timedOut: number;
   released: number;
-  /** Settles refused by fencing: the lease had been lost. */
+  /** Settles refused by fencing (the lease had been lost) or abandoned when it ran out. */
   stale: number;
+  /** Why the loop ended. */
+  exit: "idle" | "time" | "database";
 }
-
-/** How often a runner looks for suspects waiting to run alone. */
-export const SUSPECT_CHECK_MS = 1_000;
 
 const silent: WorkerLog = { info() {}, warn() {}, error() {} };
 
 export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> {
   const { store, registry, queues, runnerId, slots } = options;
+  const clock = options.clock ?? systemClock;
   const gauge = new PrefetchGauge(slots);
   const prefetch = () => options.prefetch ?? gauge.size();
   const remainingMs = options.remainingMs ?? (() => Number.POSITIVE_INFINITY);
   const marginMs = options.marginMs ?? 0;
+  const maxLeaseMs = () => remainingMs() - marginMs;
   const idleMs = options.idleMs ?? 2_000;
   const pollMs = options.pollMs ?? 200;
   const log = options.log ?? silent;
-  const summary: WorkerSummary = { claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, stale: 0 };
+  const summary: WorkerSummary = { claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, stale: 0, exit: "idle" };
 
-  const buffer: { job: ClaimedJob; deadline: number }[] = [];
   const running = new Set<Promise<void>>();
-  const started = new Map<string, { queue: string; name: string; attempt: number; at: number }>();
+  const held = new Map<string, { queue: string; name: string; attempt: number; at: number; outcome?: SettleOutcome }>();
   let wake: (() => void) | null = null;
-  let wakeRequested = false;
+  const nudge = () => wake?.();
   // The loop waits for a free slot (not for new work): a finishing job wakes it.
   let waitingForSlot = false;
-  let queueTurn = 0;
-  let lastWorkAt = Date.now();
 
-  const settler = new Settler(
+  const completer = new Completer({
     store,
-    (lease, outcome, accepted, status) => {
-      const info = started.get(lease.id);
-      started.delete(lease.id);
-      const durationMs = info ? Date.now() - info.at : 0;
-      const fields = { jobId: lease.id, attempt: info?.attempt, runnerId, outcome, durationMs, name: info?.name };
-      if (!accepted) {
-        summary.stale++;
-        log.warn("stale settle refused: lease lost", fields);
-      } else if (outcome === "succeeded") {
-        summary.succeeded++;
-      } else if (outcome === "failed") {
-        summary.failed++;
-      } else if (outcome === "timeout") {
-        summary.timedOut++;
-      } else {
-        summary.released++;
-      }
-      if (accepted && outcome !== "succeeded") log.info(`job ${outcome}`, { ...fields, status });
-      options.onSettled?.({
-        jobId: lease.id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0,
-        outcome, accepted, status, durationMs,
-      });
-    },
-    (err) => log.error("settle failed; the rescuer will record these attempts", { error: String(err) }),
-  );
+    clock,
+    onSettled: ({ lease, kind, accepted, status, abandoned }) => settled(lease.id, kind, accepted, status, abandoned),
+    onWriteError: (err, transient) =>
+      log.warn("settle write failed; retrying while the leases last", { error: String(err), transient }),
+  });
+  const producer = new Producer({
+    store, clock, queues, runnerId,
+    names: [...registry.keys()],
+    until: () => clock.now() + maxLeaseMs(),
+    onRetry: (err, tryNumber, waitMs) => log.warn("database error; retrying", { error: String(err), tryNumber, waitMs }),
+  });
 
-  const served = new Set(queues);
-  // The last claim found the queue drained: a follow-up job jumps no queue.
-  let drained = false;
-  // Suspects (jobs whose runner died holding them) run alone: the runner
-  // stops claiming, lets what it holds finish, then runs one suspect with
-  // nothing beside it, so a job that kills its runner takes no other job's
-  // attempt with it. It looks for suspects at most every SUSPECT_CHECK_MS.
+  function settled(id: string, kind: SettleKind, accepted: boolean, status?: "queued" | "dead", abandoned?: boolean) {
+    const info = held.get(id);
+    held.delete(id);
+    const outcome = kind === "failed" ? (info?.outcome ?? "failed") : kind;
+    const durationMs = info ? clock.now() - info.at : 0;
+    const fields = { jobId: id, attempt: info?.attempt, runnerId, outcome, durationMs, name: info?.name };
+    if (!accepted) {
+      summary.stale++;
+      log.warn(abandoned ? "settle abandoned: lease ran out while the database was unreachable" : "stale settle refused: lease lost", fields);
+    } else if (outcome === "succeeded") summary.succeeded++;
+    else if (outcome === "failed") summary.failed++;
+    else if (outcome === "timeout") summary.timedOut++;
+    else summary.released++;
+    if (accepted && outcome !== "succeeded" && outcome !== "released") log.info(`job ${outcome}`, { ...fields, status });
+    if (accepted && status === "dead") options.onDead?.([id]);
+    options.onSettled?.({
+      jobId: id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0,
+      outcome, accepted, status, durationMs,
+    });
+    // Slots held back while outcomes piled up may start again.
+    pump();
+  }
+
+  const hold = (b: Buffered) => held.set(b.job.id, { queue: b.job.queue, name: b.job.name, attempt: b.job.attempts, at: clock.now() });
+  const release = (b: Buffered) => {
+    hold(b);
+    completer.release({ ...b.job, deadline: b.deadline });
+  };
+
+  // Suspects (jobs whose runner died holding them on their next-to-last
+  // attempt) run alone: the runner stops claiming, lets what it holds
+  // finish, then runs suspects one at a time with nothing beside them.
   let isolating = false;
-  let suspectRunning: string | null = null;
-  let suspectCheckAt = 0;
+  let suspectRunning = false;
+
   const follow = async <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, opts?: EnqueueOptions) => {
     const queue = opts?.queue ?? type.queue;
-    const now = served.has(queue) && !opts?.runAt && !opts?.delayMs;
+    const now = queues.includes(queue) && !opts?.runAt && !opts?.delayMs;
     // Hand-off: nothing waits here, the queue is drained, and the lease fits,
     // so the job is inserted already claimed by this runner and starts as soon
-    // as a slot is free (the one its parent is about to leave), with no claim
-    // round trip. Invariants hold: the insert is the claim.
-    if (now && !opts?.dedupeKey && drained && buffer.length === 0 && !isolating && suspectRunning === null &&
-        type.leaseMs <= remainingMs() - marginMs) {
-      const sentAt = Date.now();
+    // as a slot is free, with no claim round trip. The insert is the claim.
+    if (now && !opts?.dedupeKey && producer.drained && producer.buffer.length === 0 && !isolating && !suspectRunning &&
+        registry.has(type.name) && type.leaseMs <= maxLeaseMs()) {
+      const sentAt = clock.now();
       const job = await enqueueClaimed(store, { type, payload, options: opts }, runnerId);
       summary.claimed++;
-      buffer.unshift({ job, deadline: sentAt + job.leaseMs });
+      producer.buffer.unshift({ job, deadline: sentAt + job.leaseMs });
       pump();
       return { id: job.id, existing: false };
     }
     const result = await enqueue(store, type, payload, opts);
     if (now) {
       wakeRequested = true;
-      wake?.();
+      nudge();
     }
     return result;
   };
+  let wakeRequested = false;
 
-  const run = async (job: ClaimedJob, deadline: number) => {
-    const lease = { id: job.id, leaseToken: job.leaseToken };
-    started.set(job.id, { queue: job.queue, name: job.name, attempt: job.attempts, at: Date.now() });
+  // One buffered job in one slot: made fit to start, its start recorded
+  // (before the handler for a job that owes an attempt, else in the next
+  // write), run, and its outcome handed to the completer.
+  async function runSlot(b: Buffered): Promise<void> {
+    const { job } = b;
     const type = registry.get(job.name);
-    const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => {
-        controller.abort(new Error(`lease of ${job.leaseMs}ms expired`));
-        resolve("timeout");
-      }, Math.max(0, deadline - Date.now()));
-    });
-    try {
-      if (!type) throw new Error(`unknown job type: ${job.name}`);
-      const payload = (type.schema as z.ZodType).parse(job.payload);
-      const ctx: JobContext = {
-        jobId: job.id, attempt: job.attempts, maxAttempts: job.maxAttempts, leaseToken: job.leaseToken,
-        signal: controller.signal, runnerId, enqueue: follow,
-      };
-      const startedAt = performance.now();
-      const result = await Promise.race([Promise.resolve().then(() => type.handler(payload, ctx)), timedOut]);
-      gauge.jobTook(performance.now() - startedAt);
-      if (result === "timeout" || Date.now() >= deadline) {
-        settler.fail({ ...lease, outcome: "timeout", error: `timeout: handler ran past its ${job.leaseMs}ms lease`, retryDelayMs: retryDelayMs(job.attempts, job.backoffMs) });
-      } else {
-        settler.succeed(lease);
-      }
-    } catch (err) {
-      const error = err instanceof Error ? `${err.stack ?? err.message}` : String(err);
-      settler.fail({ ...lease, outcome: "failed", error, retryDelayMs: retryDelayMs(job.attempts, job.backoffMs) });
-    } finally {
-      clearTimeout(timer);
+    const deadline = type ? await producer.ready(b, maxLeaseMs()) : null;
+    if (deadline === null) return release(b);
+    const lease = { id: job.id, leaseToken: job.leaseToken, deadline };
+    hold(b);
+    if (job.startFirst) {
+      if (!(await completer.recordStart(lease))) return void held.delete(job.id);
+    } else {
+      completer.markStarted(lease);
     }
-  };
+    const startedAt = performance.now();
+    const result = await executeJob({ job, type: type!, deadline, clock, context: { runnerId, enqueue: follow } });
+    gauge.jobTook(performance.now() - startedAt);
+    const info = held.get(job.id);
+    if (info) info.outcome = result.outcome;
+    if (result.outcome === "succeeded") return completer.succeed(lease);
+    completer.fail({
+      ...lease, outcome: result.outcome, error: result.error, permanent: result.permanent,
+      retryDelayMs: retryDelayMs(job.attempts, job.backoffMs),
+    });
+  }
 
-  // Starts buffered jobs while slots are free. A job held in the buffer for
-  // over half its lease is renewed first if the invocation can still cover a
-  // full lease, else given back uncharged; the renewal holds its slot.
+  // Starts buffered jobs while slots are free, unless outcomes are piling
+  // up unwritten (the database is not answering): then it waits for them.
   function pump() {
-    while (running.size < slots && buffer.length > 0) {
-      const { job, deadline } = buffer.shift()!;
-      const p = (async () => {
-        let jobDeadline = deadline;
-        if (deadline - Date.now() < job.leaseMs / 2) {
-          const sentAt = Date.now();
-          const renewed =
-            job.leaseMs <= remainingMs() - marginMs ? await extendLease(store, job, job.leaseMs).catch(() => null) : null;
-          if (!renewed) {
-            started.set(job.id, { queue: job.queue, name: job.name, attempt: job.attempts, at: Date.now() });
-            settler.release(job);
-            return;
-          }
-          jobDeadline = sentAt + job.leaseMs;
-        }
-        await run(job, jobDeadline);
-      })().finally(() => {
-        running.delete(p);
-        if (job.id === suspectRunning) suspectRunning = null;
-        pump();
-        if (waitingForSlot) wake?.();
-      });
+    while (running.size < slots && producer.buffer.length > 0 && !(completer.unhealthy() && completer.backlog() >= slots)) {
+      const b = producer.buffer.shift()!;
+      const p = runSlot(b)
+        .catch((err) => {
+          log.error("runner slot failed; the lease will be rescued", { jobId: b.job.id, error: String(err) });
+          held.delete(b.job.id);
+        })
+        .finally(() => {
+          running.delete(p);
+          pump();
+          if (waitingForSlot) nudge();
+        });
       running.add(p);
     }
   }
 
-  for (;;) {
-    pump();
-    const maxLeaseMs = remainingMs() - marginMs;
-    if (maxLeaseMs <= 0) break;
-    if (!isolating && suspectRunning === null && Date.now() >= suspectCheckAt) {
-      suspectCheckAt = Date.now() + SUSPECT_CHECK_MS;
-      isolating = await suspectWaiting(store, queues, maxLeaseMs);
-    }
-    let claimed = 0;
-    if (isolating && running.size === 0 && buffer.length === 0) {
-      isolating = false;
-      for (let tried = 0; tried < queues.length && claimed === 0; tried++) {
-        const queue = queues[queueTurn++ % queues.length]!;
-        const sentAt = Date.now();
-        const [job] = await claimJobs(store, { queue, runnerId, limit: 1, maxLeaseMs, suspects: true });
-        if (!job) continue;
-        claimed = 1;
-        summary.claimed++;
-        suspectRunning = job.id;
-        buffer.push({ job, deadline: sentAt + job.leaseMs });
+  let lastWorkAt = clock.now();
+  try {
+    for (;;) {
+      pump();
+      if (maxLeaseMs() <= 0) {
+        summary.exit = "time";
+        break;
       }
-      if (claimed > 0) {
-        lastWorkAt = Date.now();
-        continue;
-      }
-    }
-    // Claim once the buffer runs low: enough to fill every slot, plus the
-    // prefetch; nothing while a suspect runs or is about to.
-    const ahead = prefetch();
-    const want = isolating || suspectRunning !== null ? 0
-      : buffer.length <= Math.max(slots, ahead) / 2 ? slots + ahead - running.size - buffer.length : 0;
-    if (want > 0) {
-      wakeRequested = false;
-      for (let tried = 0; tried < queues.length && claimed === 0; tried++) {
-        const queue = queues[queueTurn++ % queues.length]!;
-        const sentAt = Date.now();
-        const sent = performance.now();
-        const jobs = await claimJobs(store, { queue, runnerId, limit: want, maxLeaseMs });
-        gauge.claimTook(performance.now() - sent);
-        claimed = jobs.length;
-        drained = claimed < want;
+      if (!isolating && !suspectRunning) isolating = await producer.suspectWaiting(maxLeaseMs());
+      let claimed = 0;
+      if (isolating && running.size === 0 && producer.buffer.length === 0) {
+        // Run suspects alone, one after the other, until none is left.
+        claimed = (await producer.claim(1, maxLeaseMs(), true)).length;
         summary.claimed += claimed;
-        for (const job of jobs) buffer.push({ job, deadline: sentAt + job.leaseMs });
+        suspectRunning = claimed > 0;
+        if (claimed === 0) isolating = false;
+        else {
+          pump();
+          await Promise.all(running);
+          suspectRunning = false;
+          await completer.drain();
+          isolating = await producer.suspectWaiting(maxLeaseMs(), true);
+          lastWorkAt = clock.now();
+          continue;
+        }
       }
-      if (claimed > 0) lastWorkAt = Date.now();
-    }
-    // A follow-up job asks for a claim at once, but only with room to claim
-    // into; with every slot and the buffer full, wait below for a slot.
-    if (claimed > 0 || (wakeRequested && want > 0)) continue;
-    if (running.size === 0 && buffer.length === 0 && Date.now() - lastWorkAt >= idleMs) break;
-    if (running.size > 0) lastWorkAt = Date.now();
-    // Nothing to claim, or every slot busy: wait for a slot, a follow-up job, or the poll.
-    waitingForSlot = want <= 0;
-    await new Promise<void>((resolve) => {
-      const idle = running.size === 0 && buffer.length === 0;
-      const untilIdle = idleMs - (Date.now() - lastWorkAt);
+      // Claim once the buffer runs low: enough to fill every slot, plus the
+      // prefetch; nothing while suspects wait to run alone.
+      const ahead = prefetch();
+      const buffered = producer.buffer.length;
+      const want = isolating ? 0 : buffered <= Math.max(slots, ahead) / 2 ? slots + ahead - running.size - buffered : 0;
+      if (want > 0) {
+        wakeRequested = false;
+        const sent = performance.now();
+        claimed = (await producer.claim(want, maxLeaseMs())).length;
+        gauge.claimTook(performance.now() - sent);
+        summary.claimed += claimed;
+        if (claimed > 0) lastWorkAt = clock.now();
+      }
+      // A follow-up job asks for a claim at once, but only with room to claim
+      // into; with every slot and the buffer full, wait for a slot.
+      if (claimed > 0 || (wakeRequested && want > 0)) continue;
+      const idle = running.size === 0 && producer.buffer.length === 0;
+      if (idle && clock.now() - lastWorkAt >= idleMs) break;
+      if (!idle) lastWorkAt = clock.now();
+      const untilIdle = idleMs - (clock.now() - lastWorkAt);
       const waitMs = want <= 0 ? Math.max(pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdle, 0) + 1) : pollMs;
-      const timer = setTimeout(() => { wake = null; resolve(); }, waitMs);
-      wake = () => { clearTimeout(timer); wake = null; resolve(); };
-    });
+      const p = pause(clock, waitMs);
+      waitingForSlot = want <= 0;
+      wake = p.wake;
+      await p.done;
+      wake = null;
+    }
+  } catch (err) {
+    // The database was gone for longer than the runner could wait, or
+    // refused a claim outright: stop cleanly, never crash.
+    summary.exit = "database";
+    log.error("runner stopping: the database could not be reached", { error: String(err) });
   }
 
-  // Out of time or idle: give back what never started, let running jobs finish
-  // (each is bounded by its lease), write every outcome.
-  for (const { job } of buffer.splice(0)) {
-    started.set(job.id, { queue: job.queue, name: job.name, attempt: job.attempts, at: Date.now() });
-    settler.release(job);
-  }
+  // Give back what never started, let running jobs finish (each is bounded
+  // by its lease), and write every outcome that can still be written.
+  for (const b of producer.buffer.splice(0)) release(b);
   while (running.size > 0) await Promise.race(running);
-  await settler.drain();
+  await completer.drain();
   return summary;
 }

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimJobs, type ClaimedJob } from "../shared/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { completeJobs, extendLease, failJobs, releaseJobs } from "../shared/settle.ts";
+import { completeJobs, extendLease, failJobs, releaseJobs, settledEarlier, settleJobs } from "../shared/settle.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
 import { defineJob } from "../shared/job.ts";
 import { z } from "zod";
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const short = defineJob({ name: "short", schema: z.object({}), handler: () => {}, leaseMs: 150, backoffMs: 0 });
 
 describe.each(drivers)("claim and settle (%s driver)", (driver) => {
@@ -91,7 +92,8 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
     const claimed = (await claimOne(queue, "runner-a"))!;
     const done = await completeJobs(t, [{ id, leaseToken: claimed.leaseToken }]);
     expect([...done]).toEqual([id]);
-    expect(await row(id)).toMatchObject({ status: "succeeded", attempts: 1, token: null });
+    // The token stays on the settled row: a retried settle can see it was ours.
+    expect(await row(id)).toMatchObject({ status: "succeeded", attempts: 1, token: claimed.leaseToken });
     const attempts = await attemptRows(id);
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toMatchObject({ attempt: 1, runner_id: "runner-a", outcome: "succeeded", error: null });
@@ -151,8 +153,39 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
     const { id } = await enqueue(t, noop, { n: 1 }, { queue });
     const c = (await claimOne(queue, "leaving"))!;
     expect([...(await releaseJobs(t, [c]))]).toEqual([id]);
-    expect(await row(id)).toMatchObject({ status: "queued", attempts: 0, token: null });
+    expect(await row(id)).toMatchObject({ status: "queued", attempts: 0, token: c.leaseToken });
     expect(await attemptRows(id)).toMatchObject([{ attempt: 1, outcome: "released", runner_id: "leaving" }]);
+    // The next claim charges attempt 1 again, but its row gets a number of its own.
+    const again = (await claimOne(queue, "next"))!;
+    expect(again).toMatchObject({ attempts: 1, run: 2 });
+    await completeJobs(t, [again]);
+    expect((await attemptRows(id)).map((a: any) => [a.attempt, a.outcome])).toEqual([[1, "released"], [2, "succeeded"]]);
+  });
+
+  it("refuses a failure or a release that arrives after the lease expired, like a success", async () => {
+    const queue = freshQueue();
+    await enqueueJobs(t, [job(short, {}, { queue }), job(short, {}, { queue })]);
+    const [a, b] = await claimJobs(t, { queue, runnerId: "late", limit: 2, maxLeaseMs: 60_000 });
+    await sleep(short.leaseMs + 30);
+    expect((await failJobs(t, [{ ...a!, outcome: "failed", error: "late", retryDelayMs: 0 }])).size).toBe(0);
+    expect((await releaseJobs(t, [b!])).size).toBe(0);
+    expect((await settleJobs(t, { started: [a!, b!] })).started.size).toBe(0);
+    expect(await row(a!.id)).toMatchObject({ status: "running", attempts: 1 });
+    expect(await row(b!.id)).toMatchObject({ status: "running", attempts: 1 });
+    expect(await attemptRows(a!.id)).toEqual([]);
+  });
+
+  it("records a start and a success of other jobs in one statement, and knows its own earlier settles", async () => {
+    const queue = freshQueue();
+    await enqueueJobs(t, [job(noop, { n: 1 }, { queue }), job(noop, { n: 2 }, { queue })]);
+    const [a, b] = await claimJobs(t, { queue, runnerId: "r", limit: 2, maxLeaseMs: 60_000 });
+    const written = await settleJobs(t, { started: [a!], succeeded: [b!] });
+    expect([...written.started]).toEqual([a!.id]);
+    expect([...written.succeeded]).toEqual([b!.id]);
+    expect(await row(a!.id)).toMatchObject({ status: "running", handler_started: true });
+    // A retry after a lost answer: b was settled by us, a is still ours to settle.
+    expect(await settledEarlier(t, [a!, b!])).toEqual(new Map([[b!.id, "succeeded"]]));
+    expect(await settledEarlier(t, [{ ...b!, leaseToken: a!.leaseToken }])).toEqual(new Map());
   });
 
   it("extends a valid lease, and refuses to revive an expired one", async () => {

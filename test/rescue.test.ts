@@ -5,7 +5,8 @@ import type { Queryable } from "../shared/db.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { defineJob } from "../shared/job.ts";
 import { rescueExpiredLeases } from "../shared/rescue.ts";
-import { completeJobs, failJobs } from "../shared/settle.ts";
+import { describeDeaths } from "../shared/deaths.ts";
+import { completeJobs, failJobs, settleJobs } from "../shared/settle.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const brief = defineJob({ name: "brief", schema: z.object({}), handler: () => {}, leaseMs: 100, backoffMs: 0 });
@@ -23,8 +24,13 @@ describe.each(drivers)("rescue (%s driver)", (driver) => {
   const row = async (id: string) => (await t.admin.query<any>(`select * from "${t.schema}".jobs where id = $1`, [id])).rows[0]!;
   const attemptRows = async (id: string) =>
     (await t.admin.query<any>(`select * from "${t.schema}".job_attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
-  const claimAll = (queue: string, runnerId: string, suspects = false) =>
-    claimJobs(t, { queue, runnerId, limit: 1000, maxLeaseMs: 60_000, suspects });
+  // Claims as a runner does, and records that every handler started (the
+  // runner's next write), unless `started` is false.
+  const claimAll = async (queue: string, runnerId: string, suspects = false, started = true) => {
+    const claimed = await claimJobs(t, { queue, runnerId, limit: 1000, maxLeaseMs: 60_000, suspects });
+    if (started) await settleJobs(t, { started: claimed });
+    return claimed;
+  };
 
   it("a job claimed 3 times whose runner never settles ends dead with 3 lease_expired attempts", async () => {
     const queue = freshQueue();
@@ -42,10 +48,11 @@ describe.each(drivers)("rescue (%s driver)", (driver) => {
     }
     expect(starts).toBe(3);
     expect(outcomes.map((o) => [o.rescued, o.dead])).toEqual([[1, 0], [1, 0], [0, 1], [0, 0], [0, 0]]);
-    expect(outcomes[2]!.deadJobs).toEqual([
-      { id, name: "brief", attempts: 3, reasons: expect.arrayContaining([expect.stringMatching(/^lease_expired: /)]) },
+    expect(outcomes[2]!.deadIds).toEqual([id]);
+    expect(await describeDeaths(t, [id])).toEqual([
+      { id, queue, name: "brief", attempts: 3, reasons: [expect.stringMatching(/^lease_expired: /), expect.stringMatching(/^lease_expired: /), expect.stringMatching(/^lease_expired: runner runner-3 did not settle/)] },
     ]);
-    expect(await row(id)).toMatchObject({ status: "dead", attempts: 3, lease_token: null });
+    expect(await row(id)).toMatchObject({ status: "dead", attempts: 3, lease_token: null, suspect: false });
     const attempts = await attemptRows(id);
     expect(attempts.map((a) => [a.attempt, a.outcome, a.runner_id])).toEqual([
       [1, "lease_expired", "runner-1"],
@@ -92,28 +99,62 @@ describe.each(drivers)("rescue (%s driver)", (driver) => {
     expect((await attemptRows(id)).map((a) => a.outcome)).toEqual(["lease_expired"]);
   });
 
-  it("a settle landing between the rescue's read and its write is never lost", async () => {
+  it("a settle arriving after the lease expired is refused, before or after the rescue writes", async () => {
     const queue = freshQueue();
     const { id } = await enqueue(t, brief, {}, { queue });
     const [claimed] = await claimAll(queue, "racer");
     await sleep(130);
-    // The real database, with the runner's settle slipped in right after the
-    // rescue has read the expired lease and before it writes.
+    // The runner's settle slipped in right after the rescue has read the
+    // expired lease and before it writes: fencing refuses it all the same.
     let reads = 0;
     const racing: Queryable = {
       async query(text, values) {
         const result = await t.db.query(text, values);
         if (reads++ === 0) {
           const settled = await failJobs(t, [{ ...claimed!, outcome: "timeout", error: "runner saw its timeout", retryDelayMs: 0 }]);
-          expect(settled.get(id)).toBe("queued");
+          expect(settled.size).toBe(0);
         }
         return result as never;
       },
     };
     const result = await rescueExpiredLeases({ db: racing, schema: t.schema });
-    expect(result).toMatchObject({ rescued: 0, dead: 0 });
-    expect((await attemptRows(id)).map((a) => [a.outcome, a.error])).toEqual([["timeout", "runner saw its timeout"]]);
+    expect(result).toMatchObject({ rescued: 1, dead: 0 });
+    expect((await attemptRows(id)).map((a) => a.outcome)).toEqual(["lease_expired"]);
     expect(await row(id)).toMatchObject({ status: "queued", attempts: 1 });
+  });
+
+  it("gives the attempt back to a job whose handler never started, and says so", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, brief, {}, { queue });
+    await claimAll(queue, "buffered", false, false);
+    await sleep(130);
+    expect(await rescueExpiredLeases(t)).toMatchObject({ rescued: 0, refunded: 1, dead: 0 });
+    expect(await row(id)).toMatchObject({ status: "queued", attempts: 0, owes_attempt: true, suspect: false });
+    expect((await attemptRows(id)).map((a) => [a.attempt, a.outcome, a.error])).toEqual([
+      [1, "released", "runner buffered died before the handler started; attempt given back"],
+    ]);
+  });
+
+  it("a job that kills its runner before its start is recorded still starts exactly max_attempts times", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, brief, {}, { queue });
+    let starts = 0;
+    for (let death = 1; death <= 5; death++) {
+      const claimed = await claimJobs(t, { queue, runnerId: `killed-${death}`, limit: 1, maxLeaseMs: 60_000, suspects: death === 3 });
+      for (const c of claimed) {
+        // The runner records the start before the handler only for a job
+        // that owes an attempt; the first death comes before any write.
+        if (c.startFirst) expect((await settleJobs(t, { started: [c] })).started.has(c.id)).toBe(true);
+        starts++;
+      }
+      await sleep(130);
+      await rescueExpiredLeases(t);
+    }
+    expect(starts).toBe(3);
+    expect(await row(id)).toMatchObject({ status: "dead", attempts: 3, owes_attempt: false, start_first: true });
+    expect((await attemptRows(id)).map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, "released"], [2, "lease_expired"], [3, "lease_expired"],
+    ]);
   });
 
   it("racing rescues and settles record each attempt exactly once", async () => {
@@ -141,10 +182,11 @@ describe.each(drivers)("rescue (%s driver)", (driver) => {
     const queue = freshQueue();
     await enqueueJobs(t, Array.from({ length: 1_200 }, () => job(brief, {}, { queue })));
     await claimAll(queue, "pager");
-    await claimJobs(t, { queue, runnerId: "pager", limit: 1000, maxLeaseMs: 60_000 });
+    await claimAll(queue, "pager");
     await sleep(130);
     const result = await rescueExpiredLeases(t, { pageSize: 250 });
-    expect(result.rescued).toBeGreaterThanOrEqual(1_200);
+    // Marks that came after a 100 ms lease ran out are refunds instead.
+    expect(result.rescued + result.refunded).toBe(1_200);
     const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".jobs where queue = $1 and status = 'running'`, [queue]);
     expect(rows[0]!.n).toBe(0);
   });

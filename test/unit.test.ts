@@ -19,12 +19,21 @@ describe("retry backoff", () => {
 });
 
 describe("rescue decisions", () => {
-  const lease = { id: "1", name: "x", backoffMs: 100, leaseToken: "t", runnerId: "r" };
-  it("retries while attempts are left, with backoff", () => {
-    expect(decideRescue({ ...lease, attempts: 2, maxAttempts: 3 }, () => 1)).toEqual({ action: "retry", delayMs: 200 });
+  const lease = { id: "1", backoffMs: 100, handlerStarted: true, owesAttempt: false };
+  it("retries while attempts are left, with backoff, and isolates a job about to make its last attempt", () => {
+    expect(decideRescue({ ...lease, attempts: 1, maxAttempts: 3 }, () => 1)).toEqual({ action: "retry", attempts: 1, delayMs: 100, suspect: false });
+    expect(decideRescue({ ...lease, attempts: 2, maxAttempts: 3 }, () => 1)).toEqual({ action: "retry", attempts: 2, delayMs: 200, suspect: true });
   });
   it("marks dead when the last attempt expired", () => {
-    expect(decideRescue({ ...lease, attempts: 3, maxAttempts: 3 })).toEqual({ action: "dead" });
+    expect(decideRescue({ ...lease, attempts: 3, maxAttempts: 3 })).toEqual({ action: "dead", attempts: 3 });
+  });
+  it("gives the attempt back to a job whose handler never started", () => {
+    expect(decideRescue({ ...lease, handlerStarted: false, attempts: 3, maxAttempts: 3 })).toEqual({ action: "refund", attempts: 2 });
+  });
+  it("charges an owed attempt with the next death, never beyond the maximum", () => {
+    expect(decideRescue({ ...lease, owesAttempt: true, attempts: 1, maxAttempts: 3 }, () => 1)).toMatchObject({ action: "retry", attempts: 2 });
+    expect(decideRescue({ ...lease, owesAttempt: true, attempts: 2, maxAttempts: 3 })).toEqual({ action: "dead", attempts: 3 });
+    expect(decideRescue({ ...lease, owesAttempt: true, attempts: 3, maxAttempts: 3 })).toEqual({ action: "dead", attempts: 3 });
   });
 });
 

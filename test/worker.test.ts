@@ -4,6 +4,7 @@ import type { Queryable } from "../shared/db.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { claimJobs } from "../shared/claim.ts";
 import { rescueExpiredLeases } from "../shared/rescue.ts";
+import { settleJobs } from "../shared/settle.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
 import { runWorker, type WorkerLog } from "../shared/worker.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
@@ -185,7 +186,8 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     const { id } = await enqueue(t, work, { suspect: true });
     // Its first runner dies: the lease runs out, and with one attempt left the
     // rescuer marks it a suspect.
-    await claimJobs(t, { queue: "iso", runnerId: "dead-runner", limit: 1, maxLeaseMs: 60_000 });
+    const [held] = await claimJobs(t, { queue: "iso", runnerId: "dead-runner", limit: 1, maxLeaseMs: 60_000 });
+    await settleJobs(t, { started: [held!] });
     await sleep(200);
     expect((await rescueExpiredLeases(t)).rescued).toBe(1);
     await enqueueJobs(t, Array.from({ length: 8 }, () => job(work, { suspect: false })));

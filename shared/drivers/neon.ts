@@ -1,8 +1,11 @@
 import { Pool as NeonPool, neonConfig } from "@neondatabase/serverless";
 import type { Pool } from "../db.ts";
+import { poolTimeouts, survivingIdleErrors, type ConnectionTimeouts } from "./options.ts";
 
-export interface NeonOptions {
+export interface NeonOptions extends Partial<ConnectionTimeouts> {
   max?: number;
+  /** Told of each idle connection that died; the pool replaces it. */
+  onIdleError?: (err: Error) => void;
   /**
    * A WebSocket-to-TCP relay to reach a plain Postgres (local dev and tests):
    * "host:port". Unset in production, where Neon's own proxy is used.
@@ -15,7 +18,8 @@ export interface NeonOptions {
 /**
  * Neon's serverless driver over WebSocket: Lambda and edge runtimes. Imports
  * no Node built-ins. A Lambda must connect, use and close it within one
- * invocation.
+ * invocation. Every query has a timeout, and a dead idle connection is
+ * dropped, never fatal.
  */
 export function createNeonPool(connectionString: string, options: NeonOptions = {}): Pool {
   if (options.webSocketConstructor) {
@@ -28,5 +32,6 @@ export function createNeonPool(connectionString: string, options: NeonOptions = 
     neonConfig.pipelineConnect = false;
     neonConfig.pipelineTLS = false;
   }
-  return new NeonPool({ connectionString, max: options.max ?? 10 }) as unknown as Pool;
+  const pool = new NeonPool({ connectionString, max: options.max ?? 10, ...poolTimeouts(options) });
+  return survivingIdleErrors(pool, options.onIdleError) as unknown as Pool;
 }

@@ -1,0 +1,92 @@
+import { claimJobs, suspectWaiting, type ClaimedJob } from "../claim.ts";
+import type { Store } from "../db.ts";
+import { extendLease } from "../settle.ts";
+import type { Clock } from "./clock.ts";
+import { settleMarginMs } from "./executor.ts";
+import { retrying } from "./transient.ts";
+
+/** A claimed job waiting for a slot, with the local time its lease runs out. */
+export interface Buffered {
+  job: ClaimedJob;
+  deadline: number;
+}
+
+/** How long a runner keeps retrying a database that does not answer before it gives up. */
+export const MAX_OUTAGE_MS = 60_000;
+/** How often a runner looks for suspects waiting to run alone. */
+export const SUSPECT_CHECK_MS = 1_000;
+
+export interface ProducerOptions {
+  store: Store;
+  clock: Clock;
+  queues: readonly string[];
+  /** Job types this runner knows: it claims no other. */
+  names: readonly string[];
+  runnerId: string;
+  /** The latest local time a retried query may still start. */
+  until: () => number;
+  onRetry?: (err: unknown, tryNumber: number, waitMs: number) => void;
+}
+
+/**
+ * The producer owns fetching: it claims jobs into its buffer (queues in
+ * turn, with transient errors retried while time remains), hands them to
+ * free slots, renews a lease that sat in the buffer too long or gives it up,
+ * and finds suspects to run alone. It decides nothing about how many: the
+ * loop asks for what its slots and prefetch can take.
+ */
+export class Producer {
+  readonly buffer: Buffered[] = [];
+  private turn = 0;
+  private suspectCheckAt = 0;
+  /** The last claim found fewer jobs than it asked for. */
+  drained = false;
+
+  constructor(private readonly o: ProducerOptions) {}
+
+  /** Claims up to `want` jobs whose lease fits `maxLeaseMs`, trying each queue in turn until one has work. */
+  async claim(want: number, maxLeaseMs: number, suspects = false): Promise<ClaimedJob[]> {
+    for (let tried = 0; tried < this.o.queues.length; tried++) {
+      const queue = this.o.queues[this.turn++ % this.o.queues.length]!;
+      const sentAt = this.o.clock.now();
+      const jobs = await this.retry(() =>
+        claimJobs(this.o.store, { queue, runnerId: this.o.runnerId, limit: want, maxLeaseMs, suspects, names: this.o.names }),
+      );
+      if (!suspects) this.drained = jobs.length < want;
+      for (const job of jobs) this.buffer.push({ job, deadline: sentAt + job.leaseMs });
+      if (jobs.length > 0) return jobs;
+    }
+    return [];
+  }
+
+  /** Whether a suspect waits to run alone; asked at most every `SUSPECT_CHECK_MS` unless `now`. */
+  async suspectWaiting(maxLeaseMs: number, now = false): Promise<boolean> {
+    if (!now && this.o.clock.now() < this.suspectCheckAt) return false;
+    this.suspectCheckAt = this.o.clock.now() + SUSPECT_CHECK_MS;
+    return this.retry(() => suspectWaiting(this.o.store, this.o.queues, maxLeaseMs, this.o.names));
+  }
+
+  /**
+   * Makes a buffered job fit to start: a handler is owed its whole lease, so
+   * a job that waited in the buffer longer than its settle margin has its
+   * lease renewed to a full one first, if `maxLeaseMs` can still cover it.
+   * Returns the job's deadline, or null when it must be given back instead.
+   */
+  async ready(item: Buffered, maxLeaseMs: number): Promise<number | null> {
+    const { job } = item;
+    if (item.deadline - this.o.clock.now() >= job.leaseMs - settleMarginMs(job.leaseMs)) return item.deadline;
+    if (job.leaseMs > maxLeaseMs) return null;
+    const sentAt = this.o.clock.now();
+    const renewed = await extendLease(this.o.store, job, job.leaseMs).catch(() => null);
+    return renewed ? sentAt + job.leaseMs : null;
+  }
+
+  private retry<T>(fn: () => Promise<T>): Promise<T> {
+    const started = this.o.clock.now();
+    return retrying(fn, {
+      clock: this.o.clock,
+      until: () => Math.min(this.o.until(), started + MAX_OUTAGE_MS),
+      onRetry: this.o.onRetry,
+    });
+  }
+}
