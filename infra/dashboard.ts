@@ -51,7 +51,11 @@ const widgets = [
     leasehold(Metric.StaleSettles, "Sum"),
     ...perRunner("Errors", "Sum"),
   ]),
-  widget("Dead and rescued jobs", [leasehold(Metric.DeadJobs, "Sum"), leasehold(Metric.RescuedJobs, "Sum")]),
+  widget("Dead and rescued jobs", [
+    leasehold(Metric.DeadJobs, "Sum"),
+    ...perQueue(Metric.JobsDead, "Sum"),
+    leasehold(Metric.RescuedJobs, "Sum"),
+  ]),
   widget("Runner concurrency", [...perRunner("ConcurrentExecutions", "Maximum"), ...perRunner("Throttles", "Sum")]),
 ];
 

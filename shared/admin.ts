@@ -13,6 +13,8 @@ export interface JobRecord {
   runAt: Date;
   attempts: number;
   maxAttempts: number;
+  /** 1, plus one for each manual retry of the dead job: a retry is a new generation of the same job. */
+  generation: number;
   leaseExpiresAt: Date | null;
   runnerId: string | null;
   group: string | null;
@@ -24,7 +26,9 @@ export interface JobRecord {
 }
 
 export interface AttemptRecord {
+  /** Unique for the life of the job, across releases and retries. */
   attempt: number;
+  generation: number;
   runnerId: string | null;
   claimedAt: Date;
   endedAt: Date;
@@ -32,12 +36,12 @@ export interface AttemptRecord {
   error: string | null;
 }
 
-const JOB_COLUMNS = `id::text, queue, name, payload, status::text, priority, run_at, attempts, max_attempts,
+const JOB_COLUMNS = `id::text, queue, name, payload, status::text, priority, run_at, attempts, max_attempts, generation,
   lease_expires_at, runner_id, group_key, dedupe_key, last_error, created_at, started_at, finished_at`;
 
 type JobRow = {
   id: string; queue: string; name: string; payload: unknown; status: JobStatus; priority: number; run_at: Date;
-  attempts: number; max_attempts: number; lease_expires_at: Date | null; runner_id: string | null;
+  attempts: number; max_attempts: number; generation: number; lease_expires_at: Date | null; runner_id: string | null;
   group_key: string | null; dedupe_key: string | null; last_error: string | null; created_at: Date;
   started_at: Date | null; finished_at: Date | null;
 };
@@ -45,7 +49,7 @@ type JobRow = {
 function toJob(r: JobRow): JobRecord {
   return {
     id: r.id, queue: r.queue, name: r.name, payload: r.payload, status: r.status, priority: r.priority,
-    runAt: r.run_at, attempts: r.attempts, maxAttempts: r.max_attempts, leaseExpiresAt: r.lease_expires_at,
+    runAt: r.run_at, attempts: r.attempts, maxAttempts: r.max_attempts, generation: r.generation, leaseExpiresAt: r.lease_expires_at,
     runnerId: r.runner_id, group: r.group_key, dedupeKey: r.dedupe_key, lastError: r.last_error,
     createdAt: r.created_at, startedAt: r.started_at, finishedAt: r.finished_at,
   };
@@ -62,9 +66,13 @@ export async function cancelJob(store: Store, id: string): Promise<JobRecord | n
   return rows[0] ? toJob(rows[0]) : null;
 }
 
+/** A manual retry: a new generation, fresh attempts, no suspicion carried over. */
+const RETRIED = `status = 'queued', attempts = 0, run_at = now(), finished_at = null, generation = j.generation + 1,
+  suspect = false, owes_attempt = false, start_first = false`;
+
 const RETRY_JOB = `
-update leasehold.jobs
-set status = 'queued', attempts = 0, run_at = now(), finished_at = null
+update leasehold.jobs j
+set ${RETRIED}
 where id = $1::bigint and status = 'dead'
 returning ${JOB_COLUMNS}`;
 
@@ -79,22 +87,22 @@ export async function retryJob(store: Store, id: string): Promise<JobRecord | nu
 
 const GET_JOB = `select ${JOB_COLUMNS} from leasehold.jobs where id = $1::bigint`;
 const GET_ATTEMPTS = `
-select attempt, runner_id, claimed_at, ended_at, outcome::text, error
-from leasehold.job_attempts where job_id = $1::bigint order by ended_at, attempt`;
+select attempt, generation, runner_id, claimed_at, ended_at, outcome::text, error
+from leasehold.job_attempts where job_id = $1::bigint order by attempt`;
 
 /** A job with every attempt it has made, or null. */
 export async function getJob(store: Store, id: string): Promise<(JobRecord & { attemptHistory: AttemptRecord[] }) | null> {
   const [{ rows }, { rows: attempts }] = await Promise.all([
     store.db.query<JobRow>(sql(store.schema, GET_JOB), [id]),
     store.db.query<{
-      attempt: number; runner_id: string | null; claimed_at: Date; ended_at: Date; outcome: AttemptOutcome; error: string | null;
+      attempt: number; generation: number; runner_id: string | null; claimed_at: Date; ended_at: Date; outcome: AttemptOutcome; error: string | null;
     }>(sql(store.schema, GET_ATTEMPTS), [id]),
   ]);
   if (!rows[0]) return null;
   return {
     ...toJob(rows[0]),
     attemptHistory: attempts.map((a) => ({
-      attempt: a.attempt, runnerId: a.runner_id, claimedAt: a.claimed_at, endedAt: a.ended_at, outcome: a.outcome, error: a.error,
+      attempt: a.attempt, generation: a.generation, runnerId: a.runner_id, claimedAt: a.claimed_at, endedAt: a.ended_at, outcome: a.outcome, error: a.error,
     })),
   };
 }
@@ -135,7 +143,7 @@ with picked as (
   limit $3::integer
   for update skip locked
 ), retried as (
-  update leasehold.jobs j set status = 'queued', attempts = 0, run_at = now(), finished_at = null
+  update leasehold.jobs j set ${RETRIED}
   from picked where j.id = picked.id
   returning j.id
 )

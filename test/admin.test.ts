@@ -35,16 +35,18 @@ describe.each(drivers)("operator actions and views (%s driver)", (driver) => {
   it("retries a dead job with fresh attempts and keeps its history", async () => {
     const id = await killOne("retry");
     expect((await getJob(t, id))!.status).toBe("dead");
-    expect(await retryJob(t, id)).toMatchObject({ id, status: "queued", attempts: 0 });
+    expect(await retryJob(t, id)).toMatchObject({ id, status: "queued", attempts: 0, generation: 2 });
     expect(await retryJob(t, id)).toBeNull(); // no longer dead
     const [again] = await claimJobs(t, { queue: "retry", runnerId: "r2", limit: 1, maxLeaseMs: 60_000 });
     await completeJobs(t, [again!]);
     const full = (await getJob(t, id))!;
     expect(full.status).toBe("succeeded");
-    expect(full.attemptHistory.map((a) => [a.attempt, a.outcome, a.runnerId, a.error])).toEqual([
-      [1, "failed", "r", "kaput"],
-      [1, "succeeded", "r2", null],
+    // The retry is a second generation of the same job; its attempt numbers go on.
+    expect(full.attemptHistory.map((a) => [a.attempt, a.generation, a.outcome, a.runnerId, a.error])).toEqual([
+      [1, 1, "failed", "r", "kaput"],
+      [2, 2, "succeeded", "r2", null],
     ]);
+    expect(full).toMatchObject({ generation: 2, lastError: null });
   });
 
   it("returns null for a job that does not exist", async () => {

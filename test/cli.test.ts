@@ -199,7 +199,7 @@ export const registry = createRegistry([defineJob({ name: "ping", schema: z.obje
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/^status\s+dead$/m);
     expect(human.stdout).toMatch(/^payload\s+\{"n":0\}$/m);
-    expect(human.stdout).toMatch(/^\s*1\s+failed\s+runner-1\s.*kaput$/m);
+    expect(human.stdout).toMatch(/^\s*1\s+1\s+failed\s+runner-1\s.*kaput$/m);
     expect(json.json).toMatchObject({ id, status: "dead", attemptHistory: [{ attempt: 1, outcome: "failed", runnerId: "runner-1", error: "kaput" }] });
     expect(missing).toMatchObject({ code: 3, stderr: "leasehold: job 999999999 does not exist\n" });
     expect(missingJson.json).toEqual({ error: { reason: "not_found", exitCode: 3, message: "job 999999999 does not exist", id: "999999999" } });

@@ -85,6 +85,7 @@ export const jobSchema = z
     runAt: isoDate,
     attempts: z.number().int().openapi({ description: "Attempts used; counted at claim." }),
     maxAttempts: z.number().int(),
+    generation: z.number().int().openapi({ description: "1, plus one per manual retry of the dead job." }),
     leaseExpiresAt: isoDate.nullable(),
     runnerId: z.string().nullable(),
     group: z.string().nullable(),
@@ -99,7 +100,8 @@ export type JobJson = z.output<typeof jobSchema>;
 
 export const attemptSchema = z
   .object({
-    attempt: z.number().int(),
+    attempt: z.number().int().openapi({ description: "Unique for the life of the job, across releases and retries." }),
+    generation: z.number().int(),
     runnerId: z.string().nullable(),
     claimedAt: isoDate,
     endedAt: isoDate,
@@ -175,7 +177,7 @@ export function toJobJson(job: JobRecord): JobJson {
   return {
     id: job.id, queue: job.queue, name: job.name, payload: job.payload, status: job.status, priority: job.priority,
     runAt: job.runAt.toISOString(), attempts: job.attempts, maxAttempts: job.maxAttempts,
-    leaseExpiresAt: iso(job.leaseExpiresAt), runnerId: job.runnerId, group: job.group, dedupeKey: job.dedupeKey,
+    generation: job.generation, leaseExpiresAt: iso(job.leaseExpiresAt), runnerId: job.runnerId, group: job.group, dedupeKey: job.dedupeKey,
     lastError: job.lastError, createdAt: job.createdAt.toISOString(), startedAt: iso(job.startedAt),
     finishedAt: iso(job.finishedAt),
   };
