@@ -1,0 +1,109 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import type { ClaimedJob } from "../shared/claim.ts";
+import { PermanentError } from "../shared/errors.ts";
+import { defineJob } from "../shared/job.ts";
+import { errorText, executeJob, MAX_SETTLE_MARGIN_MS, settleMarginMs } from "../shared/runner/executor.ts";
+import { backoffMs, isTransient, retrying } from "../shared/runner/transient.ts";
+import { ManualClock } from "./support/clock.ts";
+
+/** The runner's parts that need no database, driven by a manual clock. */
+
+const claimed = (leaseMs: number, payload: unknown = {}): ClaimedJob => ({
+  id: "1", queue: "q", name: "t", payload, attempts: 1, run: 1, startFirst: false, maxAttempts: 3, leaseMs, backoffMs: 0,
+  leaseToken: "00000000-0000-0000-0000-000000000000",
+});
+const context = { runnerId: "r", enqueue: async () => ({ id: "0", existing: false }) };
+
+describe("the executor", () => {
+  it("aborts the handler a settle margin before its lease deadline, and records timeout", async () => {
+    const clock = new ManualClock();
+    let abortedAt = -1;
+    const type = defineJob({
+      name: "t", schema: z.object({}), leaseMs: 8_000,
+      handler: (_p, ctx) => new Promise(() => ctx.signal.addEventListener("abort", () => (abortedAt = clock.now()))),
+    });
+    const deadline = clock.now() + 8_000;
+    const run = executeJob({ job: claimed(8_000), type, deadline, clock, context });
+    await clock.advance(8_000 - MAX_SETTLE_MARGIN_MS - 1);
+    expect(abortedAt).toBe(-1);
+    await clock.advance(1);
+    expect(abortedAt).toBe(deadline - MAX_SETTLE_MARGIN_MS);
+    expect(await run).toMatchObject({ outcome: "timeout", permanent: false });
+  });
+
+  it("keeps a quarter of a short lease, and at most two seconds of a long one, for the settle", () => {
+    expect(settleMarginMs(200)).toBe(50);
+    expect(settleMarginMs(2_000)).toBe(500);
+    expect(settleMarginMs(60_000)).toBe(MAX_SETTLE_MARGIN_MS);
+  });
+
+  it("records success, a thrown error with its stack, and a permanent failure", async () => {
+    const clock = new ManualClock();
+    const run = (handler: () => unknown) =>
+      executeJob({ job: claimed(1_000), type: defineJob({ name: "t", schema: z.object({}), handler }), deadline: clock.now() + 1_000, clock, context });
+    expect(await run(() => "ok")).toEqual({ outcome: "succeeded" });
+    expect(await run(() => { throw new Error("boom"); })).toMatchObject({ outcome: "failed", permanent: false, error: expect.stringMatching(/^Error: boom\n\s+at /) });
+    expect(await run(() => { throw new PermanentError("card declined"); })).toMatchObject({ outcome: "failed", permanent: true, error: expect.stringContaining("card declined") });
+    expect(clock.pending()).toBe(0); // no abort timer left behind
+  });
+
+  it("fails for good a payload that no longer matches the job's schema", async () => {
+    const clock = new ManualClock();
+    let ran = false;
+    const type = defineJob({ name: "t", schema: z.object({ email: z.string() }), handler: () => void (ran = true) });
+    const outcome = await executeJob({ job: claimed(1_000, { mail: 1 }), type, deadline: clock.now() + 1_000, clock, context });
+    expect(outcome).toMatchObject({ outcome: "failed", permanent: true, error: expect.stringContaining("email") });
+    expect(ran).toBe(false);
+  });
+
+  it("writes any error as text Postgres can store", () => {
+    expect(errorText("a\u0000b\ud800c")).toBe("a\\0b\ufffdc");
+    expect(errorText(Symbol("s"))).toBe("Symbol(s)");
+  });
+});
+
+describe("transient errors", () => {
+  it("tells a lost connection or a restarting server from a bad statement", () => {
+    expect(isTransient(Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }))).toBe(true);
+    expect(isTransient(Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }))).toBe(true);
+    expect(isTransient(new Error("Connection terminated unexpectedly"))).toBe(true);
+    expect(isTransient(new Error("Query read timeout"))).toBe(true);
+    expect(isTransient(Object.assign(new Error("x"), { code: "08006" }))).toBe(true);
+    expect(isTransient(Object.assign(new Error('relation "jobs" does not exist'), { code: "42P01" }))).toBe(false);
+    expect(isTransient(Object.assign(new Error("duplicate key"), { code: "23505" }))).toBe(false);
+    expect(isTransient(undefined)).toBe(false);
+  });
+
+  it("backs off exponentially with jitter, capped", () => {
+    expect(backoffMs(1, 50, 2_000, () => 1)).toBe(50);
+    expect(backoffMs(3, 50, 2_000, () => 1)).toBe(200);
+    expect(backoffMs(3, 50, 2_000, () => 0)).toBe(100);
+    expect(backoffMs(20, 50, 2_000, () => 1)).toBe(2_000);
+  });
+
+  it("retries transient errors with backoff until it works, and gives up when time runs out", async () => {
+    const clock = new ManualClock();
+    const reset = () => Object.assign(new Error("reset"), { code: "ECONNRESET" });
+    let tries = 0;
+    const waits: number[] = [];
+    const ok = retrying(async () => (++tries < 4 ? Promise.reject(reset()) : "done"), {
+      clock, until: () => Number.POSITIVE_INFINITY, random: () => 1, onRetry: (_e, _n, ms) => waits.push(ms),
+    });
+    await clock.advance(10_000);
+    expect(await ok).toBe("done");
+    expect(waits).toEqual([50, 100, 200]);
+
+    const deadline = clock.now() + 300;
+    let later = 0;
+    const failing = retrying(async () => { later++; throw reset(); }, { clock, until: () => deadline, random: () => 1 });
+    const settled = failing.catch((e: Error) => e.message);
+    await clock.advance(10_000);
+    expect(await settled).toBe("reset");
+    expect(later).toBe(3); // tries at +0, +50, +150; the next would start past the deadline
+
+    let bad = 0;
+    await expect(retrying(async () => { bad++; throw new Error("syntax"); }, { clock, until: () => Number.POSITIVE_INFINITY })).rejects.toThrow("syntax");
+    expect(bad).toBe(1);
+  });
+});
