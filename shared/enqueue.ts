@@ -19,22 +19,37 @@ export function job<S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, 
   return { type, payload, options };
 }
 
+/** Rows are inserted in the order given (`i`): a deduplicated batch relies on it to take its keys in order. */
 const COLUMNS = `
 insert into leasehold.jobs
   (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key)
 select q, n, p::jsonb, pr, coalesce(to_timestamp(ra / 1000), now() + d * interval '1 millisecond'), ma, lm, bm, g, dk
 from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::float8[], $6::float8[],
-            $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[])
-  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk)`;
+            $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[]) with ordinality
+  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk, i)
+order by i`;
 
 /** Without dedupe keys there can be no conflict, and no speculative insertion to pay for. */
 const INSERT_JOBS = `${COLUMNS}
-returning id::text, false as existing`;
+returning id::text`;
 
+/** A key already pending is skipped, never written to: its runner must not wait on our transaction. */
 const INSERT_JOBS_DEDUPED = `${COLUMNS}
 on conflict (name, dedupe_key) where dedupe_key is not null and status in ('queued', 'running')
-do update set dedupe_key = excluded.dedupe_key
-returning id::text, xmax <> 0 as existing`;
+do nothing
+returning id::text, name, dedupe_key`;
+
+const PENDING_JOBS = `
+select j.id::text, j.name, j.dedupe_key
+from unnest($1::text[], $2::text[]) as k(n, dk)
+join leasehold.jobs j on j.name = k.n and j.dedupe_key = k.dk
+where j.dedupe_key is not null and j.status in ('queued', 'running')`;
+
+/**
+ * A key is skipped as pending, then its pending job is gone before it is read:
+ * try again. Each round needs a job with that key to finish in between.
+ */
+const MAX_DEDUPE_ROUNDS = 10;
 
 const columns = (rows: readonly Row[]) => {
   const column = <K extends keyof Row>(k: K) => rows.map((r) => r[k]);
@@ -44,21 +59,85 @@ const columns = (rows: readonly Row[]) => {
   ];
 };
 
+/** Neither a job name nor a dedupe key can hold NUL, so the pair is unambiguous. */
+const keyOf = (name: string, dedupeKey: string) => `${name}\u0000${dedupeKey}`;
+
 /**
- * Enqueues many jobs in one statement, one round trip.
+ * Row indexes in the one order every batch takes dedupe keys in, by
+ * (name, dedupe key), rows without a key last: two batches sharing keys then
+ * cannot each hold one the other waits for.
+ */
+function canonicalOrder(rows: readonly Row[]): number[] {
+  const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return rows
+    .map((_, i) => i)
+    .sort((a, b) => {
+      const x = rows[a]!;
+      const y = rows[b]!;
+      if (x.dedupeKey === null || y.dedupeKey === null) return x.dedupeKey === null ? (y.dedupeKey === null ? a - b : 1) : -1;
+      return compare(x.name, y.name) || compare(x.dedupeKey, y.dedupeKey);
+    });
+}
+
+/**
+ * Inserts rows with dedupe keys, skipping keys already pending, then reads the
+ * pending jobs of the skipped keys; a key whose pending job finished between
+ * the two is inserted again. Returns one result per row, in row order.
+ */
+async function insertDeduped(store: Store, rows: readonly Row[]): Promise<EnqueuedJob[]> {
+  const results: EnqueuedJob[] = new Array(rows.length);
+  let todo = canonicalOrder(rows);
+  for (let round = 0; todo.length > 0; round++) {
+    if (round === MAX_DEDUPE_ROUNDS) throw new Error(`dedupe keys kept changing hands: gave up after ${round} rounds`);
+    const { rows: inserted } = await store.db.query<{ id: string; name: string; dedupe_key: string | null }>(
+      sql(store.schema, INSERT_JOBS_DEDUPED),
+      columns(todo.map((i) => rows[i]!)),
+    );
+    const insertedByKey = new Map<string, string>();
+    // Rows without a key are never skipped; they come last, in order.
+    const keyless: string[] = [];
+    let nextKeyless = 0;
+    for (const r of inserted) {
+      if (r.dedupe_key === null) keyless.push(r.id);
+      else insertedByKey.set(keyOf(r.name, r.dedupe_key), r.id);
+    }
+    const skipped: number[] = [];
+    for (const i of todo) {
+      const { name, dedupeKey } = rows[i]!;
+      const id = dedupeKey === null ? keyless[nextKeyless++] : insertedByKey.get(keyOf(name, dedupeKey));
+      if (id !== undefined) results[i] = { id, existing: false };
+      else skipped.push(i);
+    }
+    if (skipped.length === 0) break;
+    const { rows: pending } = await store.db.query<{ id: string; name: string; dedupe_key: string }>(
+      sql(store.schema, PENDING_JOBS),
+      [skipped.map((i) => rows[i]!.name), skipped.map((i) => rows[i]!.dedupeKey)],
+    );
+    const pendingByKey = new Map(pending.map((r) => [keyOf(r.name, r.dedupe_key), r.id]));
+    todo = skipped.filter((i) => {
+      const id = pendingByKey.get(keyOf(rows[i]!.name, rows[i]!.dedupeKey!));
+      if (id !== undefined) results[i] = { id, existing: true };
+      return id === undefined;
+    });
+  }
+  return results;
+}
+
+/**
+ * Enqueues many jobs, in one statement when no dedupe key is already pending.
  * Every spec is validated first (see shared/validate.ts); if any is bad, a
  * ValidationError names the field and nothing is written. Pass a transaction
  * client as `store.db` to enqueue inside it. A job whose dedupe key matches a
- * pending job returns that job with `existing: true`.
+ * pending job returns that job with `existing: true`, without writing to it.
  * Results are in the order of `specs`. `limits` adds the deployment's rules:
  * which queues are served, and the payload size limit.
  */
 export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[], limits?: EnqueueLimits): Promise<EnqueuedJob[]> {
   const rows = toRows(specs, limits);
   if (rows.length === 0) return [];
-  const deduped = rows.some((r) => r.dedupeKey !== null);
-  const { rows: written } = await store.db.query<EnqueuedJob>(sql(store.schema, deduped ? INSERT_JOBS_DEDUPED : INSERT_JOBS), columns(rows));
-  return written;
+  if (rows.some((r) => r.dedupeKey !== null)) return insertDeduped(store, rows);
+  const { rows: written } = await store.db.query<{ id: string }>(sql(store.schema, INSERT_JOBS), columns(rows));
+  return written.map(({ id }) => ({ id, existing: false }));
 }
 
 const INSERT_CLAIMED = `
