@@ -130,7 +130,9 @@ async function insertDeduped(store: Store, rows: readonly Row[]): Promise<Enqueu
  * client as `store.db` to enqueue inside it. A job whose dedupe key matches a
  * pending job returns that job with `existing: true`, without writing to it.
  * Results are in the order of `specs`. `limits` adds the deployment's rules:
- * which queues are served, and the payload size limit.
+ * which queues are served, and the payload size limit. A batch whose keys
+ * are pending takes a second statement (a third if one finished meanwhile):
+ * enqueue inside a transaction to make such a batch all or nothing.
  */
 export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[], limits?: EnqueueLimits): Promise<EnqueuedJob[]> {
   const rows = toRows(specs, limits);
