@@ -3,7 +3,7 @@ import { sql, type Store } from "./db.ts";
 import { ValidationError } from "./errors.ts";
 import type { EnqueuedJob, EnqueueOptions, JobType } from "./job.ts";
 import { toClaimed, type ClaimedJob, type ClaimedRow } from "./claim.ts";
-import { toRows, type EnqueueLimits, type Row } from "./validate.ts";
+import { dedupeIdentity, toRows, type EnqueueLimits, type Row } from "./validate.ts";
 
 export { enqueueOptionsSchema, type EnqueueLimits } from "./validate.ts";
 
@@ -59,9 +59,6 @@ const columns = (rows: readonly Row[]) => {
   ];
 };
 
-/** Neither a job name nor a dedupe key can hold NUL, so the pair is unambiguous. */
-const keyOf = (name: string, dedupeKey: string) => `${name}\u0000${dedupeKey}`;
-
 /**
  * Row indexes in the one order every batch takes dedupe keys in, by
  * (name, dedupe key), rows without a key last: two batches sharing keys then
@@ -99,12 +96,12 @@ async function insertDeduped(store: Store, rows: readonly Row[]): Promise<Enqueu
     let nextKeyless = 0;
     for (const r of inserted) {
       if (r.dedupe_key === null) keyless.push(r.id);
-      else insertedByKey.set(keyOf(r.name, r.dedupe_key), r.id);
+      else insertedByKey.set(dedupeIdentity(r.name, r.dedupe_key), r.id);
     }
     const skipped: number[] = [];
     for (const i of todo) {
       const { name, dedupeKey } = rows[i]!;
-      const id = dedupeKey === null ? keyless[nextKeyless++] : insertedByKey.get(keyOf(name, dedupeKey));
+      const id = dedupeKey === null ? keyless[nextKeyless++] : insertedByKey.get(dedupeIdentity(name, dedupeKey));
       if (id !== undefined) results[i] = { id, existing: false };
       else skipped.push(i);
     }
@@ -113,9 +110,9 @@ async function insertDeduped(store: Store, rows: readonly Row[]): Promise<Enqueu
       sql(store.schema, PENDING_JOBS),
       [skipped.map((i) => rows[i]!.name), skipped.map((i) => rows[i]!.dedupeKey)],
     );
-    const pendingByKey = new Map(pending.map((r) => [keyOf(r.name, r.dedupe_key), r.id]));
+    const pendingByKey = new Map(pending.map((r) => [dedupeIdentity(r.name, r.dedupe_key), r.id]));
     todo = skipped.filter((i) => {
-      const id = pendingByKey.get(keyOf(rows[i]!.name, rows[i]!.dedupeKey!));
+      const id = pendingByKey.get(dedupeIdentity(rows[i]!.name, rows[i]!.dedupeKey!));
       if (id !== undefined) results[i] = { id, existing: true };
       return id === undefined;
     });

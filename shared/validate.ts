@@ -96,6 +96,8 @@ const describe = (issues: Issue[]) => issues.map((i) => (i.path.length ? `${i.pa
 
 const refusal = (what: string, issues: Issue[]) => new ValidationError(`${what}: ${describe(issues)}`, issues);
 
+/** A job's dedupe identity: neither a job name nor a dedupe key can hold NUL, so the pair is unambiguous. */
+export const dedupeIdentity = (name: string, dedupeKey: string) => `${name}\u0000${dedupeKey}`;
 
 const JOB_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -151,7 +153,7 @@ function toRow(spec: unknown, at: Path, limits: EnqueueLimits, checked: Set<JobT
   if (!isJobType(type)) throw refusal("invalid job", [{ path: [...at, "type"], message: "must be a job type (made by defineJob)" }]);
   if (!checked.has(type)) {
     const issues = definitionIssues(type, [...at, "type"], undefined);
-    if (issues.length > 0) throw refusal(`invalid job type ${type.name}`, issues);
+    if (issues.length > 0) throw refusal(`invalid job type ${JSON.stringify(type.name)}`, issues);
     checked.add(type);
   }
   const json = payloadRow(type, payload, at, limits.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES);
@@ -190,8 +192,7 @@ export function toRows(specs: readonly unknown[], limits: EnqueueLimits = {}): R
   const seenKeys = new Set<string>();
   rows.forEach((row, i) => {
     if (row.dedupeKey === null) return;
-    // Neither a job name nor a dedupe key can hold NUL: the pair is unambiguous.
-    const key = `${row.name}\u0000${row.dedupeKey}`;
+    const key = dedupeIdentity(row.name, row.dedupeKey);
     if (seenKeys.has(key)) {
       throw refusal(`dedupe key ${JSON.stringify(row.dedupeKey)} appears twice in one batch`, [
         { path: ["jobs", i, "dedupeKey"], message: "duplicate dedupe key in batch" },
