@@ -9,6 +9,7 @@ import { config, functionSpecs } from "../shared/config.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
 import type { Registry } from "../shared/job.ts";
 import { migrate } from "../shared/migrate.ts";
+import { servingRules } from "../shared/serving.ts";
 import { startEmbeddedPostgres, type RunningPostgres } from "./embedded-postgres.ts";
 import { startLambdaRuntime, type LambdaRuntime } from "./lambda/runtime.ts";
 import { startWsRelay } from "./ws-relay.ts";
@@ -94,7 +95,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
     closers.push(async () => lambda.destroy());
     const apiToken = options.apiToken ?? randomBytes(24).toString("base64url");
     const waker = createSchedulerWaker("scheduler", () => {}, lambda);
-    const app = createApp({ registry, token: apiToken, waker, store: { db: pool, schema } });
+    const app = createApp({ registry, token: apiToken, waker, store: { db: pool, schema }, serving: servingRules(config) });
     const server: ServerType = await new Promise((done) => {
       const s = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname: "127.0.0.1" }, () => done(s));
     });

@@ -7,8 +7,10 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { registry } from "../jobs/index.ts";
+import { config } from "../shared/config.ts";
 import { createNeonPool } from "../shared/drivers/neon.ts";
 import { SERVICE_NAME } from "../shared/metrics-names.ts";
+import { servingRules } from "../shared/serving.ts";
 import { createApp } from "./api/app.ts";
 import { readApiEnvironment } from "./api/env.ts";
 import { createSchedulerWaker } from "./api/scheduler-waker.ts";
@@ -27,6 +29,7 @@ export const app = createApp({
   token: env.apiToken,
   waker,
   logger,
+  serving: servingRules(config),
   openStore: () => {
     const pool = createNeonPool(env.databaseUrl, { max: 2, wsProxy: env.wsProxy, webSocketConstructor });
     return { store: { db: pool, schema: env.schema }, close: () => pool.end() };

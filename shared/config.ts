@@ -11,6 +11,7 @@ export const DEFAULT_QUEUE = "default";
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_MAX_ATTEMPTS = 3;
 export const DEFAULT_BACKOFF_MS = 1_000;
+export const DEFAULT_PRIORITY = 0;
 export const MAX_BACKOFF_MS = 60 * 60_000;
 export const DEFAULT_SLOTS = 20;
 export const DEFAULT_CLAIM_BATCH = 20;

@@ -1,21 +1,11 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { sql, type Store } from "./db.ts";
 import { ValidationError } from "./errors.ts";
 import type { EnqueuedJob, EnqueueOptions, JobType } from "./job.ts";
 import { toClaimed, type ClaimedJob, type ClaimedRow } from "./claim.ts";
+import { dedupeIdentity, toRows, type EnqueueLimits, type Row } from "./validate.ts";
 
-export const enqueueOptionsSchema = z
-  .object({
-    queue: z.string().min(1).max(128),
-    runAt: z.date().refine((d) => !Number.isNaN(d.getTime()), "invalid date"),
-    delayMs: z.number().int().min(0).max(365 * 24 * 3600_000),
-    priority: z.number().int().min(-32768).max(32767),
-    maxAttempts: z.number().int().min(1).max(1000),
-    dedupeKey: z.string().min(1).max(512),
-    group: z.string().min(1).max(256),
-  })
-  .partial()
-  .strict();
+export { enqueueOptionsSchema, type EnqueueLimits } from "./validate.ts";
 
 /** One job to enqueue: its type, its payload typed by the type's schema, options. */
 export interface JobSpec<S extends z.ZodType = z.ZodType> {
@@ -29,108 +19,124 @@ export function job<S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, 
   return { type, payload, options };
 }
 
+/** Rows are inserted in the order given (`i`): a deduplicated batch relies on it to take its keys in order. */
 const COLUMNS = `
 insert into leasehold.jobs
   (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key)
-select q, n, p::jsonb, pr, coalesce(ra, now() + d * interval '1 millisecond'), ma, lm, bm, g, dk
-from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::timestamptz[], $6::float8[],
-            $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[])
-  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk)`;
+select q, n, p::jsonb, pr, coalesce(to_timestamp(ra / 1000), now() + d * interval '1 millisecond'), ma, lm, bm, g, dk
+from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::float8[], $6::float8[],
+            $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[]) with ordinality
+  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk, i)
+order by i`;
 
 /** Without dedupe keys there can be no conflict, and no speculative insertion to pay for. */
 const INSERT_JOBS = `${COLUMNS}
-returning id::text, false as existing`;
+returning id::text`;
 
+/** A key already pending is skipped, never written to: its runner must not wait on our transaction. */
 const INSERT_JOBS_DEDUPED = `${COLUMNS}
 on conflict (name, dedupe_key) where dedupe_key is not null and status in ('queued', 'running')
-do update set dedupe_key = excluded.dedupe_key
-returning id::text, xmax <> 0 as existing`;
+do nothing
+returning id::text, name, dedupe_key`;
 
-/** One job's row, validated. */
-interface Row {
-  queue: string;
-  name: string;
-  payload: string;
-  priority: number;
-  runAt: Date | null;
-  delayMs: number;
-  maxAttempts: number;
-  leaseMs: number;
-  backoffMs: number;
-  group: string | null;
-  dedupeKey: string | null;
-}
+const PENDING_JOBS = `
+select j.id::text, j.name, j.dedupe_key
+from unnest($1::text[], $2::text[]) as k(n, dk)
+join leasehold.jobs j on j.name = k.n and j.dedupe_key = k.dk
+where j.dedupe_key is not null and j.status in ('queued', 'running')`;
 
 /**
- * Validates one spec (payload by its type's schema, then the options) into
- * its row. `at` prefixes the path of every issue, e.g. `["jobs", 3]`.
+ * A key is skipped as pending, then its pending job is gone before it is read:
+ * try again. Each round needs a job with that key to finish in between.
  */
-function toRow({ type, payload, options }: JobSpec<any>, at: (string | number)[]): Row {
-  const parsed = (type.schema as z.ZodType).safeParse(payload);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((e) => ({ path: [...at, "payload", ...(e.path as (string | number)[])], message: e.message }));
-    throw new ValidationError(
-      `invalid payload for ${type.name}: ${issues.map((e) => `${e.path.join(".")}: ${e.message}`).join("; ")}`,
-      issues,
-    );
-  }
-  let opts: EnqueueOptions = {};
-  if (options) {
-    const checked = enqueueOptionsSchema.safeParse(options);
-    if (!checked.success) {
-      const issues = checked.error.issues.map((e) => ({ path: [...at, ...(e.path as (string | number)[])], message: e.message }));
-      throw new ValidationError(
-        `invalid options for ${type.name}: ${issues.map((e) => `${e.path.join(".")}: ${e.message}`).join("; ")}`,
-        issues,
-      );
-    }
-    opts = checked.data;
-  }
-  return {
-    queue: opts.queue ?? type.queue,
-    name: type.name,
-    payload: storable(type.name, payload, at),
-    priority: opts.priority ?? type.priority,
-    runAt: opts.runAt ?? null,
-    delayMs: opts.delayMs ?? 0,
-    maxAttempts: opts.maxAttempts ?? type.maxAttempts,
-    leaseMs: type.leaseMs,
-    backoffMs: type.backoffMs,
-    group: opts.group ?? null,
-    dedupeKey: opts.dedupeKey ?? null,
-  };
-}
+const MAX_DEDUPE_ROUNDS = 10;
 
-/**
- * Enqueues many jobs in one statement, one round trip. Every payload is
- * validated by its type's schema first; if any is bad, nothing is written.
- * Pass a transaction client as `store.db` to enqueue inside it. A job whose
- * dedupe key matches a pending job returns that job with `existing: true`.
- * Results are in the order of `specs`.
- */
-export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[]): Promise<EnqueuedJob[]> {
-  if (specs.length === 0) return [];
-  const rows = specs.map((spec, i) => toRow(spec, specs.length === 1 ? [] : ["jobs", i]));
-  const seenKeys = new Set<string>();
-  rows.forEach((row, i) => {
-    if (row.dedupeKey === null) return;
-    const key = `${row.name}\u0000${row.dedupeKey}`;
-    if (seenKeys.has(key)) {
-      throw new ValidationError(`dedupe key ${row.dedupeKey} appears twice in one batch`, [
-        { path: ["jobs", i, "dedupeKey"], message: "duplicate dedupe key in batch" },
-      ]);
-    }
-    seenKeys.add(key);
-  });
+const columns = (rows: readonly Row[]) => {
   const column = <K extends keyof Row>(k: K) => rows.map((r) => r[k]);
-  const { rows: written } = await store.db.query<{ id: string; existing: boolean }>(
-    sql(store.schema, seenKeys.size > 0 ? INSERT_JOBS_DEDUPED : INSERT_JOBS),
-    [
-      column("queue"), column("name"), column("payload"), column("priority"), column("runAt"), column("delayMs"),
-      column("maxAttempts"), column("leaseMs"), column("backoffMs"), column("group"), column("dedupeKey"),
-    ],
-  );
-  return written;
+  return [
+    column("queue"), column("name"), column("payload"), column("priority"), column("runAtMs"), column("delayMs"),
+    column("maxAttempts"), column("leaseMs"), column("backoffMs"), column("group"), column("dedupeKey"),
+  ];
+};
+
+/**
+ * Row indexes in the one order every batch takes dedupe keys in, by
+ * (name, dedupe key), rows without a key last: two batches sharing keys then
+ * cannot each hold one the other waits for.
+ */
+function canonicalOrder(rows: readonly Row[]): number[] {
+  const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return rows
+    .map((_, i) => i)
+    .sort((a, b) => {
+      const x = rows[a]!;
+      const y = rows[b]!;
+      if (x.dedupeKey === null || y.dedupeKey === null) return x.dedupeKey === null ? (y.dedupeKey === null ? a - b : 1) : -1;
+      return compare(x.name, y.name) || compare(x.dedupeKey, y.dedupeKey);
+    });
+}
+
+/**
+ * Inserts rows with dedupe keys, skipping keys already pending, then reads the
+ * pending jobs of the skipped keys; a key whose pending job finished between
+ * the two is inserted again. Returns one result per row, in row order.
+ */
+async function insertDeduped(store: Store, rows: readonly Row[]): Promise<EnqueuedJob[]> {
+  const results: EnqueuedJob[] = new Array(rows.length);
+  let todo = canonicalOrder(rows);
+  for (let round = 0; todo.length > 0; round++) {
+    if (round === MAX_DEDUPE_ROUNDS) throw new Error(`dedupe keys kept changing hands: gave up after ${round} rounds`);
+    const { rows: inserted } = await store.db.query<{ id: string; name: string; dedupe_key: string | null }>(
+      sql(store.schema, INSERT_JOBS_DEDUPED),
+      columns(todo.map((i) => rows[i]!)),
+    );
+    const insertedByKey = new Map<string, string>();
+    // Rows without a key are never skipped; they come last, in order.
+    const keyless: string[] = [];
+    let nextKeyless = 0;
+    for (const r of inserted) {
+      if (r.dedupe_key === null) keyless.push(r.id);
+      else insertedByKey.set(dedupeIdentity(r.name, r.dedupe_key), r.id);
+    }
+    const skipped: number[] = [];
+    for (const i of todo) {
+      const { name, dedupeKey } = rows[i]!;
+      const id = dedupeKey === null ? keyless[nextKeyless++] : insertedByKey.get(dedupeIdentity(name, dedupeKey));
+      if (id !== undefined) results[i] = { id, existing: false };
+      else skipped.push(i);
+    }
+    if (skipped.length === 0) break;
+    const { rows: pending } = await store.db.query<{ id: string; name: string; dedupe_key: string }>(
+      sql(store.schema, PENDING_JOBS),
+      [skipped.map((i) => rows[i]!.name), skipped.map((i) => rows[i]!.dedupeKey)],
+    );
+    const pendingByKey = new Map(pending.map((r) => [dedupeIdentity(r.name, r.dedupe_key), r.id]));
+    todo = skipped.filter((i) => {
+      const id = pendingByKey.get(dedupeIdentity(rows[i]!.name, rows[i]!.dedupeKey!));
+      if (id !== undefined) results[i] = { id, existing: true };
+      return id === undefined;
+    });
+  }
+  return results;
+}
+
+/**
+ * Enqueues many jobs, in one statement when no dedupe key is already pending.
+ * Every spec is validated first (see shared/validate.ts); if any is bad, a
+ * ValidationError names the field and nothing is written. Pass a transaction
+ * client as `store.db` to enqueue inside it. A job whose dedupe key matches a
+ * pending job returns that job with `existing: true`, without writing to it.
+ * Results are in the order of `specs`. `limits` adds the deployment's rules:
+ * which queues are served, and the payload size limit. A batch whose keys
+ * are pending takes a second statement (a third if one finished meanwhile):
+ * enqueue inside a transaction to make such a batch all or nothing.
+ */
+export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[], limits?: EnqueueLimits): Promise<EnqueuedJob[]> {
+  const rows = toRows(specs, limits);
+  if (rows.length === 0) return [];
+  if (rows.some((r) => r.dedupeKey !== null)) return insertDeduped(store, rows);
+  const { rows: written } = await store.db.query<{ id: string }>(sql(store.schema, INSERT_JOBS), columns(rows));
+  return written.map(({ id }) => ({ id, existing: false }));
 }
 
 const INSERT_CLAIMED = `
@@ -145,35 +151,20 @@ returning id::text, queue, name, payload, attempts, runs, start_first, max_attem
  * Enqueues one job already claimed by `runnerId`: the insert is the claim
  * (attempt 1 counted, a fresh lease token, the lease expiry, the runner id),
  * so a runner can start a follow-up job without a claim round trip. Only for
- * a job to run now, without a dedupe key.
+ * a job to run now, without a dedupe key. Validated as `enqueueJobs` validates.
  */
-export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId: string): Promise<ClaimedJob> {
-  const row = toRow(spec, []);
-  if (row.dedupeKey !== null || row.runAt !== null || row.delayMs > 0) {
-    throw new Error("enqueueClaimed takes only jobs to run now, without a dedupe key");
+export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId: string, limits?: EnqueueLimits): Promise<ClaimedJob> {
+  const [row] = toRows([spec], limits) as [Row];
+  const refused = row.runAtMs !== null ? "runAt" : row.delayMs > 0 ? "delayMs" : row.dedupeKey !== null ? "dedupeKey" : null;
+  if (refused) {
+    throw new ValidationError(`enqueueClaimed takes only jobs to run now, without a dedupe key: ${refused} given`, [
+      { path: [refused], message: "a job claimed as it is enqueued must run now, without a dedupe key" },
+    ]);
   }
   const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), [
     row.queue, row.name, row.payload, row.priority, row.maxAttempts, row.leaseMs, row.backoffMs, row.group, runnerId,
   ]);
   return toClaimed(rows[0]!);
-}
-
-/** The payload as JSON Postgres can store, or a ValidationError saying why not. */
-function storable(name: string, payload: unknown, at: (string | number)[]): string {
-  let json: string;
-  try {
-    json = JSON.stringify(payload ?? null);
-  } catch (err) {
-    throw new ValidationError(`invalid payload for ${name}: ${(err as Error).message}`, [
-      { path: [...at, "payload"], message: "must be serializable as JSON" },
-    ]);
-  }
-  if (json.includes("\\u0000")) {
-    throw new ValidationError(`invalid payload for ${name}: contains the NUL character`, [
-      { path: [...at, "payload"], message: "must not contain the NUL character (Postgres jsonb cannot store it)" },
-    ]);
-  }
-  return json;
 }
 
 /** Enqueues one job; see `enqueueJobs`. */
@@ -182,7 +173,8 @@ export async function enqueue<S extends z.ZodType>(
   type: JobType<S>,
   payload: z.input<S>,
   options?: EnqueueOptions,
+  limits?: EnqueueLimits,
 ): Promise<EnqueuedJob> {
-  const [row] = await enqueueJobs(store, [{ type, payload, options }]);
+  const [row] = await enqueueJobs(store, [{ type, payload, options }], limits);
   return row!;
 }

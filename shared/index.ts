@@ -1,7 +1,8 @@
 /** Leasehold's queue core: everything an app or a function needs. */
 export { defineJob, createRegistry } from "./job.ts";
 export type { JobType, JobContext, JobStatus, AttemptOutcome, EnqueueOptions, EnqueuedJob, Registry } from "./job.ts";
-export { enqueue, enqueueJobs, job, type JobSpec } from "./enqueue.ts";
+export { enqueue, enqueueJobs, job, type JobSpec, type EnqueueLimits } from "./enqueue.ts";
+export { servingRules, type ServingRules } from "./serving.ts";
 export { claimJobs, type ClaimedJob } from "./claim.ts";
 export { completeJobs, failJobs, releaseJobs, extendLease, settleJobs } from "./settle.ts";
 export { rescueExpiredLeases, type RescueResult } from "./rescue.ts";

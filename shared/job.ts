@@ -3,8 +3,11 @@ import {
   DEFAULT_BACKOFF_MS,
   DEFAULT_LEASE_MS,
   DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_PRIORITY,
   DEFAULT_QUEUE,
 } from "./config.ts";
+import type { ServingRules } from "./serving.ts";
+import { checkJobType } from "./validate.ts";
 
 /**
  * A job's status. The whole lifecycle, and who moves a job in and out:
@@ -75,21 +78,26 @@ export interface EnqueuedJob {
   existing: boolean;
 }
 
-/** Declares a job type: its name, payload schema, handler and defaults. */
+/**
+ * Declares a job type: its name, payload schema, handler and defaults. Every
+ * default is held to the bounds enqueue holds its options to; given the
+ * deployment's `serving` rules (`servingRules(config)`), the queue must be
+ * served and the lease must fit its runner. A ValidationError names the field.
+ */
 export function defineJob<S extends z.ZodType>(
   definition: { name: string; schema: S; handler: JobType<S>["handler"] } & Partial<JobDefaults>,
+  serving?: ServingRules,
 ): JobType<S> {
-  if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(definition.name)) {
-    throw new Error(`invalid job name ${JSON.stringify(definition.name)}: use 1-128 of A-Z a-z 0-9 _ . : -`);
-  }
-  return {
+  const type: JobType<S> = {
     queue: DEFAULT_QUEUE,
     maxAttempts: DEFAULT_MAX_ATTEMPTS,
     leaseMs: DEFAULT_LEASE_MS,
     backoffMs: DEFAULT_BACKOFF_MS,
-    priority: 0,
+    priority: DEFAULT_PRIORITY,
     ...definition,
   };
+  checkJobType(type as JobType, serving);
+  return type;
 }
 
 /** The job types a runner or API knows, by name. */

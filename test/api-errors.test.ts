@@ -1,17 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { registry as appRegistry } from "../jobs/index.ts";
+import { defineConfig } from "../shared/config.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
+import { servingRules } from "../shared/serving.ts";
 import { createApp, type App } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 
 const token = generateToken();
-/** The app's job types, plus one whose schema lets any JSON through. */
+/** The app's job types, plus one whose schema lets any JSON through, and one with a lease no runner here holds. */
 const registry = createRegistry([
   ...appRegistry.values(),
   defineJob({ name: "blob.store", schema: z.object({ data: z.unknown() }), handler: () => {} }),
+  defineJob({ name: "report.long", schema: z.object({}), leaseMs: 120_000, handler: () => {} }),
 ]);
+/** Runners as the deployment declares them: "default" and "cpu" only, leases up to 60 s. */
+const serving = servingRules(defineConfig({
+  runners: {
+    runner: { queues: ["default"], timeoutSeconds: 300, maxLeaseMs: 60_000 },
+    "runner-cpu": { queues: ["cpu"], timeoutSeconds: 300, maxLeaseMs: 60_000 },
+  },
+}));
 const nested = (depth: number) => JSON.parse("[".repeat(depth) + "]".repeat(depth)) as unknown;
 const welcome = (payload: unknown = { to: "ada@example.com", name: "Ada" }, extra: object = {}) =>
   ({ name: "email.welcome", payload, ...extra });
@@ -37,7 +47,11 @@ const badInputs: BadInput[] = [
   { what: "an unknown job type", path: "/v1/jobs", body: { name: "nope", payload: {} }, status: 400, code: "unknown_job_type", names: "name", issue: ["name"] },
   { what: "a payload its job's schema refuses", path: "/v1/jobs", body: welcome({ to: "not-an-email", name: "Ada" }), status: 400, code: "invalid_payload", names: "payload.to", issue: ["payload", "to"] },
   { what: "a missing payload", path: "/v1/jobs", body: { name: "email.welcome" }, status: 400, code: "invalid_payload", names: "payload", issue: ["payload"] },
-  { what: "a payload with a NUL character", path: "/v1/jobs", body: welcome({ to: "ada@example.com", name: "A\u0000da" }), status: 400, code: "invalid_payload", names: "payload", issue: ["payload"] },
+  { what: "a payload with a NUL character", path: "/v1/jobs", body: welcome({ to: "ada@example.com", name: "A\u0000da" }), status: 400, code: "invalid_payload", names: "payload.name", issue: ["payload", "name"] },
+  { what: "a payload with a lone surrogate", path: "/v1/jobs", body: `{"name":"email.welcome","payload":{"to":"ada@example.com","name":"A\\ud800da"}}`, status: 400, code: "invalid_payload", names: "payload.name", issue: ["payload", "name"] },
+  { what: "a dedupe key with a lone surrogate", path: "/v1/jobs", body: `{"name":"email.welcome","payload":{"to":"ada@example.com","name":"Ada"},"dedupeKey":"k\\udc00"}`, status: 400, code: "invalid_request", names: "dedupeKey", issue: ["dedupeKey"] },
+  { what: "a queue no runner serves", path: "/v1/jobs", body: welcome(undefined, { queue: "nowhere" }), status: 400, code: "invalid_payload", names: "no runner serves queue", issue: ["queue"] },
+  { what: "a batch with a job whose lease its runner cannot hold", path: "/v1/jobs/batch", body: { jobs: [welcome(), { name: "report.long", payload: {} }] }, status: 400, code: "invalid_payload", names: "maxLeaseMs", issue: ["jobs", 1, "queue"] },
   { what: "a payload nested too deeply", path: "/v1/jobs", body: { name: "blob.store", payload: { data: nested(64) } }, status: 400, code: "invalid_payload", names: "payload: nested deeper than 64", issue: ["payload"] },
   { what: "a payload too deep to serialize", path: "/v1/jobs", body: `{"name":"blob.store","payload":{"data":${"[".repeat(200_000)}${"]".repeat(200_000)}}}`, status: 400, code: "invalid_payload", names: "nested deeper", issue: ["payload"] },
   { what: "a batch with a payload nested too deeply", path: "/v1/jobs/batch", body: { jobs: [welcome(), { name: "blob.store", payload: { data: nested(100) } }] }, status: 400, code: "invalid_payload", names: "jobs.1.payload", issue: ["jobs", 1, "payload"] },
@@ -91,7 +105,7 @@ describe("HTTP API: every bad input gets its 4xx and writes nothing", () => {
   beforeAll(async () => {
     t = await createTestDb("pg");
     const logger = { info: (m: string, a: object) => logs.push(JSON.stringify([m, a])), error: (m: string, a: object) => logs.push(JSON.stringify([m, a])) };
-    app = createApp({ store: t, registry, token, logger });
+    app = createApp({ store: t, registry, token, logger, serving });
     // Something to leave untouched.
     const res = await app.request("/v1/jobs/batch", {
       method: "POST",

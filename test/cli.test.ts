@@ -102,13 +102,13 @@ describe("the leasehold CLI", () => {
 
   it("enqueues a job with its options, and from stdin", async () => {
     const [withOptions, plain, fromStdin] = await Promise.all([
-      cli(["enqueue", "report.generate", '{"reportId":"r1"}', "--queue", "reports", "--delay", "30s", "--priority", "7",
+      cli(["enqueue", "report.generate", '{"reportId":"r1"}', "--queue", "cpu", "--delay", "30s", "--priority", "7",
         "--max-attempts", "2", "--dedupe-key", "r1", "--json"]),
       cli(["enqueue", "email.welcome", '{"to":"ada@example.com","name":"Ada"}']),
       cli(["enqueue", "email.welcome", "-", "--json"], { input: '{"to":"bob@example.com","name":"Bob"}' }),
     ]);
     expect(withOptions.code).toBe(0);
-    expect(withOptions.json).toMatchObject({ name: "report.generate", queue: "reports", priority: 7, maxAttempts: 2, dedupeKey: "r1", existing: false });
+    expect(withOptions.json).toMatchObject({ name: "report.generate", queue: "cpu", priority: 7, maxAttempts: 2, dedupeKey: "r1", existing: false });
     const stored = (await getJob(t, withOptions.json.id))!;
     expect(stored.runAt.getTime() - stored.createdAt.getTime()).toBeGreaterThanOrEqual(29_000);
     expect(plain.code).toBe(0);
@@ -121,7 +121,7 @@ describe("the leasehold CLI", () => {
 
   it("refuses a bad payload with 2, naming the field, and writes nothing", async () => {
     const before = await countJobs();
-    const [human, json, unknownType, notJson, badPriority, badDelay, badQueue] = await Promise.all([
+    const [human, json, unknownType, notJson, badPriority, badDelay, badQueue, unservedQueue] = await Promise.all([
       cli(["enqueue", "email.welcome", '{"to":"not-an-email","name":"Ada"}']),
       cli(["enqueue", "email.welcome", '{"to":"ada@example.com"}', "--json"]),
       cli(["enqueue", "email.goodbye", "{}"]),
@@ -129,6 +129,7 @@ describe("the leasehold CLI", () => {
       cli(["enqueue", "email.welcome", '{"to":"ada@example.com","name":"Ada"}', "--priority", "99999"]),
       cli(["enqueue", "email.welcome", '{"to":"ada@example.com","name":"Ada"}', "--delay", "30"]),
       cli(["enqueue", "email.welcome", '{"to":"ada@example.com","name":"Ada"}', "--queue", ""]),
+      cli(["enqueue", "email.welcome", '{"to":"ada@example.com","name":"Ada"}', "--queue", "reports"]),
     ]);
     expect(human.code).toBe(2);
     expect(human.stderr).toContain("payload.to: Invalid email address");
@@ -140,6 +141,8 @@ describe("the leasehold CLI", () => {
     expect(badPriority).toMatchObject({ code: 2, stderr: expect.stringContaining("--priority") });
     expect(badDelay).toMatchObject({ code: 2, stderr: expect.stringContaining("--delay") });
     expect(badQueue).toMatchObject({ code: 2, stderr: expect.stringContaining("--queue:") });
+    // No runner in shared/config.ts serves "reports": no job there could ever run.
+    expect(unservedQueue).toMatchObject({ code: 2, stderr: expect.stringContaining('--queue: no runner serves queue "reports"') });
     expect(await countJobs()).toBe(before);
   });
 

@@ -130,7 +130,7 @@ describe("enqueue refuses payloads Postgres cannot store", () => {
     const nowhere: Queryable = { query: () => Promise.reject(new Error("must not be reached")) };
     const nul = await enqueue({ db: nowhere, schema: "x" }, loose, { s: "a\u0000b" }).catch((e: unknown) => e);
     expect(nul).toBeInstanceOf(ValidationError);
-    expect((nul as ValidationError).issues[0]!.path).toEqual(["payload"]);
+    expect((nul as ValidationError).issues[0]!.path).toEqual(["payload", "s"]);
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     const circ = await enqueue({ db: nowhere, schema: "x" }, loose, circular).catch((e: unknown) => e);

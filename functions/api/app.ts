@@ -9,6 +9,7 @@ import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
 import type { Store } from "../../shared/db.ts";
 import type { Registry } from "../../shared/job.ts";
+import type { ServingRules } from "../../shared/serving.ts";
 import { queueStats, throughput } from "../../shared/stats.ts";
 import type { Waker } from "../../shared/wake.ts";
 import { bearerAuth } from "./auth.ts";
@@ -41,6 +42,11 @@ export type AppOptions = {
   waker?: Waker;
   logger?: ApiLogger;
   maxBodyBytes?: number;
+  /**
+   * The deployment's queues and lease limits (`servingRules(config)`): a job
+   * no runner could run is refused. Unchecked when absent.
+   */
+  serving?: ServingRules;
 } & ({ store: Store } | { openStore: () => OpenedStore });
 
 export function createApp(options: AppOptions) {
@@ -96,7 +102,7 @@ export function createApp(options: AppOptions) {
     }
   });
 
-  registerJobRoutes(app, registry, waker);
+  registerJobRoutes(app, registry, waker, { serving: options.serving });
 
   app.openapi(queuesRoute, async (c) => c.json({ queues: await queueStats(c.var.store) }, 200));
   app.openapi(throughputRoute, async (c) => {

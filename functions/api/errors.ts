@@ -45,9 +45,11 @@ export const unknownJobType = (name: string, path: (string | number)[]) =>
   });
 
 /**
- * A payload the job's schema accepted but that cannot be stored: Postgres
- * refused a value (SQLSTATE class 22, e.g. `\u0000` in a JSON string; 54001,
- * nested too deeply) or it was too deep to serialize. The client's mistake: 400.
+ * A last line of defence: a payload Postgres refused anyway (SQLSTATE class
+ * 22; 54001, nested too deeply) or too deep to serialize. The core's
+ * validation (shared/validate.ts) refuses all of these before any write, with
+ * the path of the bad value; should one slip through, it is still the
+ * client's mistake: 400.
  */
 export function refusedPayload(err: unknown, path: (string | number)[]): ApiError | null {
   const code = (err as { code?: unknown } | null)?.code;

@@ -2,7 +2,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { cancelJob, getJob, listJobs, retryJob, type JobRecord } from "../../shared/admin.ts";
 import type { Store } from "../../shared/db.ts";
-import { enqueueJobs, type JobSpec } from "../../shared/enqueue.ts";
+import { enqueueJobs, type EnqueueLimits, type JobSpec } from "../../shared/enqueue.ts";
 import { ValidationError } from "../../shared/errors.ts";
 import type { EnqueueOptions, JobStatus, Registry } from "../../shared/job.ts";
 import type { Waker } from "../../shared/wake.ts";
@@ -12,30 +12,11 @@ import { toAttemptJson, toJobJson, type EnqueueRequest } from "./schemas.ts";
 
 export type ApiEnv = { Variables: { store: Store; requestId: string } };
 
-/** Deeper payloads are refused: JSON this deep is a mistake or an attack, and would not serialize. */
-export const MAX_PAYLOAD_DEPTH = 64;
-
-/** Whether `value` nests `limit` levels or deeper; iterative, so no depth can overflow the stack. */
-function depthExceeds(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!;
-    if (node === null || typeof node !== "object") continue;
-    if (depth >= limit) return true;
-    for (const child of Object.values(node)) stack.push([child, depth + 1]);
-  }
-  return false;
-}
-
 /** An API request as the core's `JobSpec`: the job type looked up by name, times made absolute. */
 function toSpec(registry: Registry, request: EnqueueRequest, at: (string | number)[]): JobSpec {
   const { name, payload, runAt, delaySeconds, ...rest } = request;
   const type = registry.get(name);
   if (!type) throw unknownJobType(name, [...at, "name"]);
-  if (depthExceeds(payload, MAX_PAYLOAD_DEPTH)) {
-    const message = `nested deeper than ${MAX_PAYLOAD_DEPTH} levels`;
-    throw new ApiError(400, "invalid_payload", `${[...at, "payload"].join(".")}: ${message}`, { issues: [{ path: [...at, "payload"], message }] });
-  }
   const options: EnqueueOptions = { ...rest };
   if (runAt !== undefined) options.runAt = new Date(runAt);
   if (delaySeconds !== undefined) options.delayMs = Math.round(delaySeconds * 1000);
@@ -43,9 +24,9 @@ function toSpec(registry: Registry, request: EnqueueRequest, at: (string | numbe
 }
 
 /** Enqueues, with every issue's path naming the field in the request body. */
-async function enqueueAll(store: Store, specs: JobSpec[], batch: boolean) {
+async function enqueueAll(store: Store, specs: JobSpec[], batch: boolean, limits: EnqueueLimits) {
   try {
-    return await enqueueJobs(store, specs);
+    return await enqueueJobs(store, specs, limits);
   } catch (err) {
     // The core leaves the `jobs.<i>` prefix off when it is given one job.
     if (err instanceof ValidationError && batch && specs.length === 1) {
@@ -69,10 +50,11 @@ async function refusal(store: Store, id: string, needed: JobStatus, action: stri
 
 const withoutAttempts = ({ attemptHistory: _, ...job }: JobRecord & { attemptHistory: unknown }): JobRecord => job;
 
-export function registerJobRoutes(app: OpenAPIHono<ApiEnv>, registry: Registry, waker?: Waker) {
+/** `limits`: the deployment's serving rules and payload size limit, which every enqueue is held to. */
+export function registerJobRoutes(app: OpenAPIHono<ApiEnv>, registry: Registry, waker: Waker | undefined, limits: EnqueueLimits) {
   app.openapi(enqueueRoute, async (c) => {
     const store = c.var.store;
-    const [result] = await enqueueAll(store, [toSpec(registry, c.req.valid("json"), [])], false);
+    const [result] = await enqueueAll(store, [toSpec(registry, c.req.valid("json"), [])], false, limits);
     if (!result!.existing) waker?.wake();
     const job = toJobJson(withoutAttempts(await mustGet(store, result!.id)));
     return result!.existing ? c.json(job, 200) : c.json(job, 201);
@@ -80,7 +62,7 @@ export function registerJobRoutes(app: OpenAPIHono<ApiEnv>, registry: Registry, 
 
   app.openapi(batchRoute, async (c) => {
     const specs = c.req.valid("json").jobs.map((request, i) => toSpec(registry, request, ["jobs", i]));
-    const results = await enqueueAll(c.var.store, specs, true);
+    const results = await enqueueAll(c.var.store, specs, true, limits);
     if (results.some((r) => !r.existing)) waker?.wake();
     return c.json({ jobs: results.map(({ id, existing }) => ({ id, existing })) }, 201);
   });

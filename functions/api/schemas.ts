@@ -5,8 +5,8 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { AttemptRecord, JobRecord } from "../../shared/admin.ts";
-import { enqueueOptionsSchema } from "../../shared/enqueue.ts";
 import type { AttemptOutcome, JobStatus } from "../../shared/job.ts";
+import { enqueueOptionFields, MAX_DELAY_MS, storableText } from "../../shared/validate.ts";
 
 export const JOB_STATUSES = ["queued", "running", "succeeded", "dead", "cancelled"] as const satisfies readonly JobStatus[];
 const OUTCOMES = ["succeeded", "failed", "timeout", "lease_expired", "released"] as const satisfies readonly AttemptOutcome[];
@@ -19,11 +19,7 @@ void coversStatuses, coversOutcomes;
 /** Postgres `bigint` max: the largest job id there can be. */
 export const MAX_JOB_ID = 9223372036854775807n;
 export const MAX_BATCH_JOBS = 1_000;
-const MAX_DELAY_SECONDS = 365 * 24 * 3600;
-
-/** Postgres text cannot hold the NUL character; refused here, it names its field. */
-const noNul = (s: z.ZodString) => s.regex(/^[^\u0000]*$/, "must not contain the NUL character");
-const text = (max: number) => noNul(z.string().min(1).max(max));
+const MAX_DELAY_SECONDS = MAX_DELAY_MS / 1000;
 
 export const jobIdSchema = z
   .string()
@@ -35,23 +31,23 @@ export const idParamsSchema = z.object({
   id: jobIdSchema.openapi({ param: { name: "id", in: "path" } }),
 });
 
-/** The core's own bounds for each option, plus the NUL rule. */
-const option = (key: "queue" | "dedupeKey" | "group") => noNul(enqueueOptionsSchema.shape[key].unwrap()).optional();
+/** The core's own bounds for each option (text Postgres stores exactly), made after zod's OpenAPI extension. */
+const option = enqueueOptionFields();
 
 export const enqueueRequestSchema = z
   .strictObject({
-    name: text(128).openapi({ description: "The job type's name.", example: "email.welcome" }),
+    name: storableText(128).openapi({ description: "The job type's name.", example: "email.welcome" }),
     payload: z.unknown().optional().openapi({
       description: "Validated by the job type's own schema (which decides whether it may be left out).",
       example: { to: "ada@example.com", name: "Ada" },
     }),
-    queue: option("queue").openapi({ description: "Defaults to the job type's queue." }),
+    queue: option.queue.openapi({ description: "Defaults to the job type's queue." }),
     runAt: z.iso.datetime({ offset: true }).optional().openapi({ description: "When to run (ISO 8601); default now." }),
     delaySeconds: z.number().min(0).max(MAX_DELAY_SECONDS).optional().openapi({ description: "Run after this long." }),
-    priority: enqueueOptionsSchema.shape.priority.openapi({ description: "Higher runs first." }),
-    maxAttempts: enqueueOptionsSchema.shape.maxAttempts,
-    dedupeKey: option("dedupeKey").openapi({ description: "An equal key on a pending job of this type returns that job." }),
-    group: option("group").openapi({ description: "Tenant or other group." }),
+    priority: option.priority.openapi({ description: "Higher runs first." }),
+    maxAttempts: option.maxAttempts,
+    dedupeKey: option.dedupeKey.openapi({ description: "An equal key on a pending job of this type returns that job." }),
+    group: option.group.openapi({ description: "Tenant or other group." }),
   })
   .refine((b) => b.runAt === undefined || b.delaySeconds === undefined, {
     path: ["delaySeconds"],
@@ -66,8 +62,8 @@ export const batchRequestSchema = z
 
 export const listQuerySchema = z.strictObject({
   status: z.enum(JOB_STATUSES).optional().openapi({ description: "`dead` is the dead-jobs view." }),
-  queue: text(128).optional(),
-  name: text(128).optional(),
+  queue: storableText(128).optional(),
+  name: storableText(128).optional(),
   limit: z.coerce.number().int().min(1).max(500).optional().openapi({ type: "integer", minimum: 1, maximum: 500, example: 50 }),
   cursor: jobIdSchema.optional().openapi({ description: "The `nextCursor` of the previous page." }),
 });
