@@ -208,7 +208,8 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   // Starts buffered jobs while slots are free, unless outcomes are piling
   // up unwritten (the database is not answering): then it waits for them.
   function pump() {
-    while (running.size < slots && producer.buffer.length > 0 && !(completer.unhealthy() && completer.backlog() >= slots)) {
+    while (!stopping && running.size < slots && producer.buffer.length > 0 && maxLeaseMs() > 0 &&
+           !(completer.unhealthy() && completer.backlog() >= slots)) {
       const b = producer.buffer.shift()!;
       const p = runSlot(b)
         .catch((err) => {
@@ -225,6 +226,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   }
 
   let lastWorkAt = clock.now();
+  let stopping = false;
   try {
     for (;;) {
       pump();
@@ -286,6 +288,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
 
   // Give back what never started, let running jobs finish (each is bounded
   // by its lease), and write every outcome that can still be written.
+  stopping = true;
   for (const b of producer.buffer.splice(0)) release(b);
   while (running.size > 0) await Promise.race(running);
   await completer.drain();

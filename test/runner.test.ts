@@ -1,0 +1,182 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { claimJobs } from "../shared/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/job.ts";
+import { rescueExpiredLeases } from "../shared/rescue.ts";
+import { settleJobs } from "../shared/settle.ts";
+import { runWorker, type WorkerLog } from "../shared/worker.ts";
+import { createTestDb, databaseUrl, drivers, type Driver, type TestDb } from "./support/db.ts";
+import { createNeonPool } from "../shared/drivers/neon.ts";
+import { createPgPool } from "../shared/drivers/pg.ts";
+import { inject } from "vitest";
+import WebSocket from "ws";
+
+/** The runner loop against real faults and at its edges: exits, leases, stale settles, suspects. */
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A pool whose connections carry `application_name`, so a test can terminate exactly them. */
+function namedPool(driver: Driver, name: string) {
+  const url = `${databaseUrl()}${databaseUrl().includes("?") ? "&" : "?"}application_name=${name}`;
+  return driver === "pg"
+    ? createPgPool(url, { max: 6, queryTimeoutMs: 3_000 })
+    : createNeonPool(url, { max: 6, wsProxy: inject("wsRelay"), webSocketConstructor: WebSocket, queryTimeoutMs: 3_000 });
+}
+
+/** Every handler start and end, in order: the oracle the assertions read. */
+class Oracle {
+  readonly events: { id: number; event: "start" | "end" }[] = [];
+  starts(id: number) {
+    return this.events.filter((e) => e.id === id && e.event === "start").length;
+  }
+}
+
+describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb(driver, 6);
+  });
+  afterAll(() => t.drop());
+
+  const rows = async (queue: string) =>
+    (await t.admin.query<{ id: string; status: string; attempts: number; runs: number }>(
+      `select id::text, status::text, attempts, runs from "${t.schema}".jobs where queue = $1 order by id`, [queue])).rows;
+
+  it("survives its connections being terminated again and again: every job runs once, every outcome is written", async () => {
+    const queue = `kill-${driver}`;
+    const oracle = new Oracle();
+    const work = defineJob({
+      name: `work-${driver}`, schema: z.object({ n: z.number() }), queue, leaseMs: 3_000, backoffMs: 0,
+      handler: async ({ n }) => {
+        oracle.events.push({ id: n, event: "start" });
+        await sleep(5 + (n % 15));
+        oracle.events.push({ id: n, event: "end" });
+      },
+    });
+    const n = 400;
+    await enqueueJobs(t, Array.from({ length: n }, (_, i) => job(work, { n: i })));
+    const app = `victim_${randomBytes(4).toString("hex")}`;
+    const pool = namedPool(driver, app);
+    let terminated = 0;
+    let killing = true;
+    const killer = (async () => {
+      while (killing) {
+        await sleep(250 + Math.random() * 250);
+        const { rows } = await t.admin.query<{ n: number }>(
+          "select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where application_name = $1", [app]);
+        terminated += rows[0]!.n;
+      }
+    })();
+    const warnings: string[] = [];
+    const log: WorkerLog = { info() {}, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) };
+    const registry = createRegistry([work]);
+    const first = await runWorker({ store: { db: pool, schema: t.schema }, registry, queues: [queue], runnerId: "victim", slots: 10, idleMs: 300, pollMs: 20, log });
+    killing = false;
+    await killer;
+    await pool.end();
+    expect(terminated).toBeGreaterThan(2);
+    expect(warnings.filter((w) => w.includes("retrying")).length).toBeGreaterThan(0);
+    expect(first.stale).toBe(0);
+    // A claim whose answer was lost holds its jobs until their leases run
+    // out: the rescuer gives them back uncharged, and a second runner ends it.
+    await sleep(3_100);
+    await rescueExpiredLeases(t);
+    const second = await runWorker({ store: t, registry, queues: [queue], runnerId: "second", slots: 10, idleMs: 200, pollMs: 20 });
+    expect(first.succeeded + second.succeeded).toBe(n);
+    const all = await rows(queue);
+    expect(all.filter((r) => r.status === "succeeded")).toHaveLength(n);
+    expect(all.every((r) => r.attempts === 1)).toBe(true);
+    for (let i = 0; i < n; i++) expect(oracle.starts(i)).toBe(1);
+    const { rows: attempts } = await t.admin.query<{ outcome: string; n: number }>(
+      `select outcome::text, count(*)::int as n from "${t.schema}".job_attempts a join "${t.schema}".jobs j on j.id = a.job_id
+       where j.queue = $1 group by 1 order by 1`, [queue]);
+    expect(attempts.find((a) => a.outcome === "succeeded")?.n).toBe(n);
+    expect(attempts.filter((a) => a.outcome !== "succeeded" && a.outcome !== "released")).toEqual([]);
+  }, 60_000);
+
+  it("waits for its handlers and writes their outcomes when time runs out mid-run", async () => {
+    const queue = `inflight-${driver}`;
+    let ended = 0;
+    const slow = defineJob({ name: `inflight-${driver}`, schema: z.object({}), queue, leaseMs: 3_000, handler: async () => { await sleep(300); ended++; } });
+    await enqueueJobs(t, Array.from({ length: 6 }, () => job(slow, {})));
+    const deadline = Date.now() + 150;
+    const summary = await runWorker({
+      store: t, registry: createRegistry([slow]), queues: [queue], runnerId: "w", slots: 3, prefetch: 3,
+      remainingMs: () => (Date.now() < deadline ? 10_000 : 0), idleMs: 1_000, pollMs: 20,
+    });
+    expect(summary.exit).toBe("time");
+    expect(ended).toBe(3);
+    expect(summary).toMatchObject({ claimed: 6, succeeded: 3, released: 3, stale: 0 });
+    // Nothing is left running: what ran is written, what never started is back, uncharged.
+    expect((await rows(queue)).map((r) => [r.status, r.attempts]).sort()).toEqual([
+      ["queued", 0], ["queued", 0], ["queued", 0], ["succeeded", 1], ["succeeded", 1], ["succeeded", 1],
+    ]);
+  });
+
+  it("counts and logs a settle refused because the lease was taken away, and writes nothing for it", async () => {
+    const queue = `stale-${driver}`;
+    const warnings: string[] = [];
+    const victim = defineJob({
+      name: `stale-${driver}`, schema: z.object({}), queue,
+      handler: async (_p, ctx) => {
+        // Another runner holds it now (as after a rescue and a new claim).
+        await t.admin.query(`update "${t.schema}".jobs set lease_token = gen_random_uuid() where id = $1`, [ctx.jobId]);
+      },
+    });
+    const { id } = await enqueue(t, victim, {});
+    const settled: boolean[] = [];
+    const summary = await runWorker({
+      store: t, registry: createRegistry([victim]), queues: [queue], runnerId: "w", slots: 1, idleMs: 100, pollMs: 20,
+      log: { info() {}, warn: (m) => warnings.push(m), error() {} }, onSettled: (e) => settled.push(e.accepted),
+    });
+    expect(summary).toMatchObject({ succeeded: 0, stale: 1 });
+    expect(settled).toEqual([false]);
+    expect(warnings).toContain("stale settle refused: lease lost");
+    expect((await rows(queue))[0]).toMatchObject({ id, status: "running" });
+  });
+
+  it("re-enqueues with the dedupe key of the job that is running, and gets that job back", async () => {
+    const queue = `dedupe-${driver}`;
+    const seen: { id: string; existing: boolean }[] = [];
+    const self: ReturnType<typeof defineJob<z.ZodObject<{ k: z.ZodString }>>> = defineJob({
+      name: `dedupe-self-${driver}`, schema: z.object({ k: z.string() }), queue,
+      handler: async ({ k }, ctx) => void seen.push(await ctx.enqueue(self, { k }, { dedupeKey: k })),
+    });
+    const { id } = await enqueue(t, self, { k: "a" }, { dedupeKey: "a" });
+    const summary = await runWorker({ store: t, registry: createRegistry([self]), queues: [queue], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20 });
+    expect(seen).toEqual([{ id, existing: true }]);
+    expect(summary).toMatchObject({ claimed: 1, succeeded: 1 });
+    expect(await rows(queue)).toHaveLength(1);
+  });
+
+  it("runs a suspect alone even when it fails, clears the suspicion, and goes on with the rest", async () => {
+    const queue = `suspect-fail-${driver}`;
+    let running = 0;
+    let besideSuspect = 0;
+    const work = defineJob({
+      name: `suspect-fail-${driver}`, schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 150, backoffMs: 0, maxAttempts: 3,
+      handler: async ({ suspect }) => {
+        running++;
+        await sleep(40);
+        if (suspect) besideSuspect = Math.max(besideSuspect, running - 1);
+        running--;
+        if (suspect) throw new Error("still broken");
+      },
+    });
+    const { id } = await enqueue(t, work, { suspect: true });
+    for (const runner of ["dead-1", "dead-2"]) {
+      const claimed = await claimJobs(t, { queue, runnerId: runner, limit: 1, maxLeaseMs: 60_000, });
+      await settleJobs(t, { started: claimed });
+      await sleep(170);
+      await rescueExpiredLeases(t);
+    }
+    await enqueueJobs(t, Array.from({ length: 6 }, () => job(work, { suspect: false })));
+    const summary = await runWorker({ store: t, registry: createRegistry([work]), queues: [queue], runnerId: "w", slots: 4, idleMs: 200, pollMs: 20 });
+    expect(summary).toMatchObject({ succeeded: 6, failed: 1 });
+    expect(besideSuspect).toBe(0);
+    const { rows: job1 } = await t.admin.query(`select status::text, suspect, attempts from "${t.schema}".jobs where id = $1`, [id]);
+    expect(job1[0]).toEqual({ status: "dead", suspect: false, attempts: 3 });
+  });
+});
