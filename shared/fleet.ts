@@ -13,7 +13,7 @@ export const HEARTBEAT_MS = 5_000;
 export const RUNNER_TTL_MS = 3 * HEARTBEAT_MS;
 
 /** One lock for all schedulers: two passes at once must not both fan out. */
-const SCHEDULER_LOCK = 0x1ea5e402;
+export const SCHEDULER_LOCK = 0x1ea5e402;
 
 const LIVE_RUNNERS = `
 select runner, count(*)::integer as live from leasehold.runners

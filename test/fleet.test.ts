@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  pruneRunners, renewRunner, reserveRunners, RUNNER_TTL_MS, SCHEDULER_LOCK, STARTING_GRACE_MS, startRunner, stopRunner,
+} from "../shared/fleet.ts";
+import { createTestDb, type TestDb } from "./support/db.ts";
+
+/** The scheduler's view of the runner fleet, on a real database. */
+describe("the runner fleet", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg");
+  });
+  afterAll(() => t.drop());
+
+  const runnerRows = async () =>
+    (await t.admin.query<{ id: string; request_id: string | null; ttl_ms: number }>(
+      `select id, request_id, extract(epoch from expires_at - now())::float8 * 1000 as ttl_ms
+       from "${t.schema}".runners order by id`)).rows;
+
+  it("two schedulers interleaved at a barrier never reserve beyond the maximum together", async () => {
+    const max = 3;
+    const seen: number[] = [];
+    const plan = (name: string) => (live: Map<string, number>) => {
+      const n = live.get("fleet-a") ?? 0;
+      seen.push(n);
+      return new Map([["fleet-a", Array.from({ length: Math.max(0, max - n) }, (_, i) => `${name}-${i}`)]]);
+    };
+    // The barrier: a third session holds the schedulers' lock while both start.
+    const holder = await t.admin.connect();
+    await holder.query("begin");
+    await holder.query("select pg_advisory_xact_lock($1::bigint)", [SCHEDULER_LOCK]);
+    const first = reserveRunners(t.pool, t.schema, plan("first"));
+    const second = reserveRunners(t.pool, t.schema, plan("second"));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(seen).toEqual([]); // neither has read the fleet: both wait for the lock
+    await holder.query("commit");
+    holder.release();
+    const decided = await Promise.all([first, second]);
+    // Whichever went first reserved all three; the other saw them and reserved none.
+    expect(seen).toEqual([0, 3]);
+    expect(decided.map((d) => d.get("fleet-a")!.length).sort()).toEqual([0, 3]);
+    const rows = await runnerRows();
+    expect(rows).toHaveLength(3);
+    for (const r of rows) expect(r.ttl_ms).toBeLessThanOrEqual(STARTING_GRACE_MS);
+  });
+
+  it("a runner takes over its reservation when it starts, renews it, and leaves", async () => {
+    const [id] = (await runnerRows()).map((r) => r.id);
+    await startRunner(t, { id: id!, runner: "fleet-a", requestId: "req-1" });
+    let row = (await runnerRows()).find((r) => r.id === id)!;
+    expect(row.request_id).toBe("req-1");
+    expect(row.ttl_ms).toBeGreaterThan(RUNNER_TTL_MS - 2_000);
+    expect(row.ttl_ms).toBeLessThanOrEqual(RUNNER_TTL_MS);
+    await t.admin.query(`update "${t.schema}".runners set expires_at = now() + interval '1 second' where id = $1`, [id]);
+    await renewRunner(t, id!);
+    row = (await runnerRows()).find((r) => r.id === id)!;
+    expect(row.ttl_ms).toBeGreaterThan(RUNNER_TTL_MS - 2_000);
+    await stopRunner(t, id!);
+    expect((await runnerRows()).map((r) => r.id)).not.toContain(id);
+  });
+
+  it("a runner that stops renewing stops counting as supply, and is pruned an hour later", async () => {
+    const [recent, old] = (await runnerRows()).map((r) => r.id);
+    await t.admin.query(`update "${t.schema}".runners set expires_at = now() - interval '1 second' where id = $1`, [recent]);
+    await t.admin.query(`update "${t.schema}".runners set expires_at = now() - interval '2 hours' where id = $1`, [old]);
+    const decided = await reserveRunners(t.pool, t.schema, (live) => {
+      expect(live.get("fleet-a") ?? 0).toBe(0);
+      return new Map();
+    });
+    expect(decided.size).toBe(0);
+    expect(await pruneRunners(t)).toBe(1);
+    expect((await runnerRows()).map((r) => r.id)).toEqual([recent]);
+  });
+});
