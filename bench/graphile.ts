@@ -91,7 +91,8 @@ export async function childExec(args: ChildArgs): Promise<ExecResult> {
 export async function childHop(args: ChildArgs): Promise<HopResult> {
   const { n, queue } = args;
   const start: (number | null)[] = new Array(n).fill(null);
-  const end: (number | null)[] = new Array(n).fill(null);
+  // When each job's enqueue committed: the enqueue call returned (its insert's reply is the last thing it waits for).
+  const committed: (number | null)[] = new Array(n).fill(null);
   const ledger = new RunLedger(n);
   let chainDone!: () => void;
   const finished = new Promise<void>((r) => (chainDone = r));
@@ -99,8 +100,10 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
     const i = (payload as { i: number }).i;
     start[i] = now();
     ledger.hit(i);
-    if (i + 1 < n) await helpers.addJob(queue, { i: i + 1 });
-    end[i] = now();
+    if (i + 1 < n) {
+      await helpers.addJob(queue, { i: i + 1 });
+      committed[i + 1] = now();
+    }
     if (i === n - 1) chainDone();
   };
   const verify = new pg.Pool({ connectionString: args.verifyDsn, max: 1 });
@@ -115,7 +118,7 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
   const ledgerSummary = ledger.summary();
   return {
     chain_ms: round(tChain - t0, 1),
-    ...hopStats(start, end),
+    ...hopStats(start, committed),
     ledger: ledgerSummary,
     db_ok: ledgerSummary.duplicates === 0 && ledgerSummary.missing === 0,
     peak_rss_mib: peakRssMiB(),

@@ -103,7 +103,8 @@ export async function childExec(args: ChildArgs): Promise<ExecResult> {
 export async function childHop(args: ChildArgs): Promise<HopResult> {
   const { n, queue } = args;
   const start: (number | null)[] = new Array(n).fill(null);
-  const end: (number | null)[] = new Array(n).fill(null);
+  // When each job's enqueue committed: the enqueue call returned (its insert's reply is the last thing it waits for).
+  const committed: (number | null)[] = new Array(n).fill(null);
   const ledger = new RunLedger(n);
   let chainDone!: () => void;
   const finished = new Promise<void>((r) => (chainDone = r));
@@ -112,8 +113,10 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
     const i = job.data.i;
     start[i] = now();
     ledger.hit(i);
-    if (i + 1 < n) await boss.send(queue, { i: i + 1 });
-    end[i] = now();
+    if (i + 1 < n) {
+      await boss.send(queue, { i: i + 1 });
+      committed[i + 1] = now();
+    }
     if (i === n - 1) chainDone();
   };
   const verify = new pg.Pool({ connectionString: args.verifyDsn, max: 1 });
@@ -129,7 +132,7 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
   await verify.end();
   return {
     chain_ms: round(tChain - t0, 1),
-    ...hopStats(start, end),
+    ...hopStats(start, committed),
     ledger: ledger.summary(),
     db_ok: after.completed === n && after.retried === 0,
     peak_rss_mib: peakRssMiB(),

@@ -38,7 +38,9 @@ describe("bench harness (smoke)", () => {
     expect(exec.exec.db_after).toEqual({ succeeded: 200, not_succeeded: 0, attempts_not_1: 0, attempt_rows: 200 });
     expect(exec.exec.db_ok).toBe(true);
     const hop = results.phases.hop!.runs.leasehold![0] as any;
-    expect(hop.hop).toMatchObject({ hops: 9, db_ok: true, ledger: { unique: 10, duplicates: 0, missing: 0 } });
+    expect(hop.hop).toMatchObject({ hops: 9, negative: 0, db_ok: true, ledger: { unique: 10, duplicates: 0, missing: 0 } });
+    // A hop runs from the follow-up's enqueue commit to its start: never below zero.
+    expect(hop.hop.min_ms).toBeGreaterThanOrEqual(0);
     const backlog = results.phases["backlog-later-1k"]!.runs.leasehold![0] as any;
     expect(backlog.claim_plan.index_scan).toBe(true);
     expect(backlog.exec.db_ok).toBe(true);
