@@ -1,8 +1,9 @@
 import { Logger, makeWorkerUtils, run } from "graphile-worker";
 import pg from "pg";
 import { peakRssMiB, type ChildArgs } from "./child-io.ts";
+import { drainChild, type DrainResult } from "./drain-child.ts";
 import { waitFor } from "./db.ts";
-import { pkgVersion, type ExecResult, type HopResult, type Lib } from "./lib.ts";
+import { pkgVersion, type ExecResult, type HopResult, type Lib, type SqlClient } from "./lib.ts";
 import { hopStats, now, round, RunLedger } from "./stats.ts";
 
 /** graphile-worker 0.18 in its batched configuration (the docs' Performance-page values). */
@@ -21,7 +22,7 @@ const logger = new Logger(() => (level, message) => {
 
 const COUNT = `select count(*)::int as n from graphile_worker._private_jobs j
   join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = $1`;
-const count = async (c: pg.ClientBase | pg.Pool, identifier: string) =>
+const count = async (c: SqlClient, identifier: string) =>
   (await c.query<{ n: number }>(COUNT, [identifier])).rows[0]!.n;
 
 export const graphile: Lib = {
@@ -31,6 +32,8 @@ export const graphile: Lib = {
     return pkgVersion("graphile-worker");
   },
   settings: "batched: concurrentJobs 20, maxPoolSize 22, localQueue.size 500, completeJobBatchDelay 0, failJobBatchDelay 0; producer: addJobs / addJob",
+  // Completed jobs are deleted.
+  remaining: (db, queue) => count(db, queue),
   async open(dsn, queue) {
     const utils = await makeWorkerUtils({ connectionString: dsn, logger });
     await utils.migrate();
@@ -123,4 +126,13 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
     db_ok: ledgerSummary.duplicates === 0 && ledgerSummary.missing === 0,
     peak_rss_mib: peakRssMiB(),
   };
+}
+
+/** Child: one of several processes draining the queue together (the scale-out phase): `slots` jobs at once, a pool of `poolSize`. */
+export async function childDrain(args: ChildArgs): Promise<DrainResult> {
+  return drainChild(async (hit) => {
+    const worker = { ...preset(args.dsn).worker, concurrentJobs: args.slots, maxPoolSize: args.poolSize ?? GRAPHILE_WORKER.maxPoolSize };
+    const runner = await run({ taskList: { [args.queue]: async () => hit() }, crontab: "", logger, preset: { worker } });
+    return () => runner.stop();
+  });
 }

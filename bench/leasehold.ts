@@ -7,6 +7,7 @@ import { createRegistry, defineJob, type JobType } from "../shared/job.ts";
 import { migrate } from "../shared/migrate.ts";
 import { runWorker, type WorkerOptions } from "../shared/worker.ts";
 import { peakRssMiB, type ChildArgs } from "./child-io.ts";
+import { drainChild, type DrainResult } from "./drain-child.ts";
 import type { ExecResult, HopResult, Lib } from "./lib.ts";
 import { hopStats, now, round, RunLedger } from "./stats.ts";
 import { waitFor } from "./db.ts";
@@ -41,6 +42,8 @@ export const leasehold: Lib = {
       close: () => pool.end(),
     };
   },
+  remaining: async (db, queue) =>
+    (await db.query<{ n: number }>(`select count(*)::int as n from ${SCHEMA}.jobs where queue = $1 and status in ('queued', 'running')`, [queue])).rows[0]!.n,
   async firstId(dsn, queue) {
     const pool = createPgPool(dsn, 1);
     try {
@@ -201,4 +204,18 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
     db_ok: db.ok === n && db.total === n,
     peak_rss_mib: peakRssMiB(),
   };
+}
+
+/** Child: one of several processes draining the queue together (the scale-out phase). */
+export async function childDrain(args: ChildArgs): Promise<DrainResult> {
+  return drainChild(async (hit) => {
+    const pool = createPgPool(args.dsn, args.poolSize ?? DEFAULT_POOL_SIZE);
+    const w = workerOptions(args, { db: pool, schema: SCHEMA }, [benchType(args.queue, () => hit())]);
+    const worker = runWorker(w.options);
+    return async () => {
+      w.stop();
+      await worker;
+      await pool.end();
+    };
+  });
 }

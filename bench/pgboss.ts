@@ -1,6 +1,7 @@
 import { PgBoss } from "pg-boss";
 import pg from "pg";
 import { peakRssMiB, type ChildArgs } from "./child-io.ts";
+import { drainChild, type DrainResult } from "./drain-child.ts";
 import { waitFor } from "./db.ts";
 import { pkgVersion, type ExecResult, type HopResult, type Lib } from "./lib.ts";
 import { hopStats, now, round, RunLedger } from "./stats.ts";
@@ -38,6 +39,8 @@ export const pgboss: Lib = {
   },
   settings:
     "batched_notify: work() localConcurrency 1, batchSize 20 (the 20 run concurrently), burstWhenBatchFull, pollingIntervalSeconds 0.5, notifyPollingIntervalSeconds 0.5; useListenNotify, queue notify; pool max 22; producer: insert / send",
+  remaining: async (db, queue) =>
+    (await db.query<{ n: number }>("select count(*)::int as n from pgboss.job where name = $1 and state <> 'completed'", [queue])).rows[0]!.n,
   async open(dsn, queue) {
     const boss = attach(new PgBoss({ connectionString: dsn, max: 22, supervise: false, schedule: false }), "producer");
     await boss.start();
@@ -137,4 +140,15 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
     db_ok: after.completed === n && after.retried === 0,
     peak_rss_mib: peakRssMiB(),
   };
+}
+
+/** Child: one of several processes draining the queue together (the scale-out phase): batches of `slots`, a pool of `poolSize`. */
+export async function childDrain(args: ChildArgs): Promise<DrainResult> {
+  return drainChild(async (hit) => {
+    const boss = attach(new PgBoss({ connectionString: args.dsn, ...PGBOSS_WORKER, max: args.poolSize ?? PGBOSS_WORKER.max }), "worker");
+    await boss.start();
+    const handler = async (jobs: unknown[]) => { for (const _ of jobs) hit(); };
+    await boss.work(args.queue, { ...PGBOSS_WORK, batchSize: args.slots }, handler as never);
+    return () => boss.stop({ graceful: true, timeout: 5000 });
+  });
 }
