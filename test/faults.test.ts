@@ -20,7 +20,7 @@ const FLEET = { size: 4, slots: 10, poolSize: 4, idleMs: 1_000 };
 function expectNothingLostOrCharged(r: FaultRunResult) {
   const v = r.verdict;
   console.log(JSON.stringify({
-    durationMs: r.durationMs, drained: r.drained, spawned: r.spawned, crashes: r.crashes.length, hung: r.hung.length,
+    durationMs: r.durationMs, drained: r.drained, spawned: r.spawned, crashes: r.crashes.length, hung: r.hung.length, stoppedWorking: r.stoppedWorking,
     killed: r.killed.length, rescued: r.rescued, byStatus: v.byStatus, lost: v.lost.length, deadNeverStarted: v.deadNeverStarted.length,
     chargedNeverStarted: v.chargedNeverStarted.length, attemptsChargedWithoutStart: v.attemptsChargedWithoutStart,
     rerunAfterSuccess: v.rerunAfterSuccess.length, duplicates: v.duplicates.length, heldByKilled: v.heldByKilled.length,

@@ -37,7 +37,10 @@ export interface FaultRunResult {
   drained: boolean;
   durationMs: number;
   crashes: { pid: number; code: number | null; signal: string | null; reason: string }[];
+  /** Workers that had to be SIGKILLed after the drain finished: stuck. */
   hung: number[];
+  /** Workers SIGKILLed at the end of a drain that did not finish. */
+  stoppedWorking: number;
   killed: number[];
   spawned: number;
   rescued: number;
@@ -129,7 +132,9 @@ export async function runFaultScenario(o: FaultRunOptions): Promise<FaultRunResu
   return {
     verdict, drained, durationMs,
     crashes: fleet.processes.filter(crashed).map(crash),
-    hung: fleet.processes.filter((p) => p.hung).map((p) => p.pid),
+    // A worker still running after a drain that did not finish may just be working; after one that did, it is stuck.
+    hung: drained ? fleet.processes.filter((p) => p.hung).map((p) => p.pid) : [],
+    stoppedWorking: drained ? 0 : fleet.processes.filter((p) => p.hung).length,
     killed: killed.map((p) => p.pid),
     spawned: fleet.processes.length,
     rescued, rescueErrors, tornLines: torn,
