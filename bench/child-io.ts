@@ -29,7 +29,7 @@ export interface ChildArgs {
   n: number;
   /** Leasehold: ids of the jobs under test are in [minId, minId + n). */
   minId?: number;
-  /** Leasehold: the worker's pool size. */
+  /** The worker's pool size (Leasehold; every library in a drain). */
   poolSize?: number;
   /** Leasehold: jobs claimed ahead of the free slots (default: the runner's adaptive prefetch). */
   prefetch?: number;

@@ -40,7 +40,20 @@ process.on("exit", () => {
 });
 
 export type ChildLib = "leasehold" | "graphile" | "pgboss";
-export type ChildMode = "exec" | "hop";
+export type ChildMode = "exec" | "hop" | "drain";
+
+/** Spawns one worker child (killed if this process exits first); stdin is a pipe when `input`. */
+export async function spawnWorkerChild(lib: ChildLib, mode: ChildMode, args: ChildArgs, input = false): Promise<ChildProcess> {
+  const script = await buildChildren();
+  const child = spawn(process.execPath, [script, lib, mode, JSON.stringify(args)], {
+    cwd: ROOT,
+    env: { ...process.env, NO_LOG_SUCCESS: "1" },
+    stdio: [input ? "pipe" : "ignore", "pipe", "inherit"],
+  });
+  live.add(child);
+  child.on("exit", () => live.delete(child));
+  return child;
+}
 
 /** Runs one worker child, waits for its RESULT line, and returns it with `child_wall_ms` and `pid`. */
 export async function runChild<T extends object>(
@@ -49,15 +62,9 @@ export async function runChild<T extends object>(
   args: ChildArgs,
   timeoutMs = 600_000,
 ): Promise<T & { child_wall_ms: number; pid: number }> {
-  const script = await buildChildren();
+  const child = await spawnWorkerChild(lib, mode, args);
   return new Promise((resolve, reject) => {
     const t0 = now();
-    const child = spawn(process.execPath, [script, lib, mode, JSON.stringify(args)], {
-      cwd: ROOT,
-      env: { ...process.env, NO_LOG_SUCCESS: "1" },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    live.add(child);
     let out = "";
     let timedOut = false;
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -68,7 +75,6 @@ export async function runChild<T extends object>(
     child.on("error", reject);
     child.on("exit", (code, signal) => {
       clearTimeout(timer);
-      live.delete(child);
       const line = out.split("\n").reverse().find((l) => l.startsWith("RESULT "));
       if (timedOut) return reject(new Error(`${lib} ${mode}: timed out after ${timeoutMs} ms`));
       if (code !== 0 || !line) return reject(new Error(`${lib} ${mode}: exit ${code ?? signal}; stdout: ${out.slice(-2000)}`));

@@ -1,8 +1,9 @@
 import { Logger, makeWorkerUtils, run } from "graphile-worker";
 import pg from "pg";
 import { peakRssMiB, type ChildArgs } from "./child-io.ts";
+import { drainChild, type DrainResult } from "./drain-child.ts";
 import { waitFor } from "./db.ts";
-import { pkgVersion, type ExecResult, type HopResult, type Lib } from "./lib.ts";
+import { pkgVersion, type ExecResult, type HopResult, type Lib, type SqlClient } from "./lib.ts";
 import { hopStats, now, round, RunLedger } from "./stats.ts";
 
 /** graphile-worker 0.18 in its batched configuration (the docs' Performance-page values). */
@@ -21,7 +22,7 @@ const logger = new Logger(() => (level, message) => {
 
 const COUNT = `select count(*)::int as n from graphile_worker._private_jobs j
   join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = $1`;
-const count = async (c: pg.ClientBase | pg.Pool, identifier: string) =>
+const count = async (c: SqlClient, identifier: string) =>
   (await c.query<{ n: number }>(COUNT, [identifier])).rows[0]!.n;
 
 export const graphile: Lib = {
@@ -31,6 +32,8 @@ export const graphile: Lib = {
     return pkgVersion("graphile-worker");
   },
   settings: "batched: concurrentJobs 20, maxPoolSize 22, localQueue.size 500, completeJobBatchDelay 0, failJobBatchDelay 0; producer: addJobs / addJob",
+  // Completed jobs are deleted.
+  remaining: (db, queue) => count(db, queue),
   async open(dsn, queue) {
     const utils = await makeWorkerUtils({ connectionString: dsn, logger });
     await utils.migrate();
@@ -91,7 +94,8 @@ export async function childExec(args: ChildArgs): Promise<ExecResult> {
 export async function childHop(args: ChildArgs): Promise<HopResult> {
   const { n, queue } = args;
   const start: (number | null)[] = new Array(n).fill(null);
-  const end: (number | null)[] = new Array(n).fill(null);
+  // When each job's enqueue committed: the enqueue call returned (its insert's reply is the last thing it waits for).
+  const committed: (number | null)[] = new Array(n).fill(null);
   const ledger = new RunLedger(n);
   let chainDone!: () => void;
   const finished = new Promise<void>((r) => (chainDone = r));
@@ -99,8 +103,10 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
     const i = (payload as { i: number }).i;
     start[i] = now();
     ledger.hit(i);
-    if (i + 1 < n) await helpers.addJob(queue, { i: i + 1 });
-    end[i] = now();
+    if (i + 1 < n) {
+      await helpers.addJob(queue, { i: i + 1 });
+      committed[i + 1] = now();
+    }
     if (i === n - 1) chainDone();
   };
   const verify = new pg.Pool({ connectionString: args.verifyDsn, max: 1 });
@@ -115,9 +121,18 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
   const ledgerSummary = ledger.summary();
   return {
     chain_ms: round(tChain - t0, 1),
-    ...hopStats(start, end),
+    ...hopStats(start, committed),
     ledger: ledgerSummary,
     db_ok: ledgerSummary.duplicates === 0 && ledgerSummary.missing === 0,
     peak_rss_mib: peakRssMiB(),
   };
+}
+
+/** Child: one of several processes draining the queue together (the scale-out phase): `slots` jobs at once, a pool of `poolSize`. */
+export async function childDrain(args: ChildArgs): Promise<DrainResult> {
+  return drainChild(async (hit) => {
+    const worker = { ...preset(args.dsn).worker, concurrentJobs: args.slots, maxPoolSize: args.poolSize ?? GRAPHILE_WORKER.maxPoolSize };
+    const runner = await run({ taskList: { [args.queue]: async () => hit() }, crontab: "", logger, preset: { worker } });
+    return () => runner.stop();
+  });
 }

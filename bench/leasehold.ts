@@ -7,6 +7,7 @@ import { createRegistry, defineJob, type JobType } from "../shared/job.ts";
 import { migrate } from "../shared/migrate.ts";
 import { runWorker, type WorkerOptions } from "../shared/worker.ts";
 import { peakRssMiB, type ChildArgs } from "./child-io.ts";
+import { drainChild, type DrainResult } from "./drain-child.ts";
 import type { ExecResult, HopResult, Lib } from "./lib.ts";
 import { hopStats, now, round, RunLedger } from "./stats.ts";
 import { waitFor } from "./db.ts";
@@ -41,6 +42,8 @@ export const leasehold: Lib = {
       close: () => pool.end(),
     };
   },
+  remaining: async (db, queue) =>
+    (await db.query<{ n: number }>(`select count(*)::int as n from ${SCHEMA}.jobs where queue = $1 and status in ('queued', 'running')`, [queue])).rows[0]!.n,
   async firstId(dsn, queue) {
     const pool = createPgPool(dsn, 1);
     try {
@@ -141,14 +144,22 @@ export async function childExec(args: ChildArgs): Promise<ExecResult> {
   };
 }
 
-/** Child: a chain of n jobs, each enqueuing the next with ctx.enqueue. */
+/**
+ * Child: a chain of n jobs, each enqueuing the next with ctx.enqueue. The
+ * follow-up may be inserted already claimed by this runner and start before
+ * the enqueue call returns to its parent, so its commit is stamped where the
+ * insert's reply arrives: at the Queryable seam, before any Leasehold code
+ * sees it.
+ */
 export async function childHop(args: ChildArgs): Promise<HopResult> {
   const { n } = args;
   const start: (number | null)[] = new Array(n).fill(null);
-  const end: (number | null)[] = new Array(n).fill(null);
+  const committed: (number | null)[] = new Array(n).fill(null);
   const ledger = new RunLedger(n);
   let chainDone!: () => void;
   const finished = new Promise<void>((r) => (chainDone = r));
+  // The chain is sequential: the one job being enqueued now.
+  let enqueuing = 0;
   const hop: JobType<typeof payload> = defineJob({
     name: "hop",
     schema: payload,
@@ -156,13 +167,22 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
     handler: async ({ i }, ctx) => {
       start[i] = now();
       ledger.hit(i);
-      if (i + 1 < n) await ctx.enqueue(hop, { i: i + 1 });
-      end[i] = now();
+      if (i + 1 < n) {
+        enqueuing = i + 1;
+        await ctx.enqueue(hop, { i: i + 1 });
+      }
       if (i === n - 1) chainDone();
     },
   });
   const pool = createPgPool(args.dsn, args.poolSize ?? DEFAULT_POOL_SIZE);
-  const store: Store = { db: pool, schema: SCHEMA };
+  const INSERT = /^\s*insert into \S*jobs\b/;
+  const stamping = {
+    query: (text: string, values?: unknown[]) => {
+      const reply = pool.query(text, values);
+      return INSERT.test(text) ? reply.then((r) => ((committed[enqueuing] ??= now()), r)) : reply;
+    },
+  } as Store["db"];
+  const store: Store = { db: stamping, schema: SCHEMA };
   const w = workerOptions(args, store, [hop]);
   const worker = runWorker(w.options);
   const t0 = now();
@@ -179,9 +199,23 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
   await pool.end();
   return {
     chain_ms: round(tChain - t0, 1),
-    ...hopStats(start, end),
+    ...hopStats(start, committed),
     ledger: ledger.summary(),
     db_ok: db.ok === n && db.total === n,
     peak_rss_mib: peakRssMiB(),
   };
+}
+
+/** Child: one of several processes draining the queue together (the scale-out phase). */
+export async function childDrain(args: ChildArgs): Promise<DrainResult> {
+  return drainChild(async (hit) => {
+    const pool = createPgPool(args.dsn, args.poolSize ?? DEFAULT_POOL_SIZE);
+    const w = workerOptions(args, { db: pool, schema: SCHEMA }, [benchType(args.queue, () => hit())]);
+    const worker = runWorker(w.options);
+    return async () => {
+      w.stop();
+      await worker;
+      await pool.end();
+    };
+  });
 }

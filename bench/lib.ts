@@ -6,6 +6,11 @@ import type { LedgerSummary, HopStats } from "./stats.ts";
 export type LibId = "leasehold" | "graphile" | "pgboss";
 export const LIB_IDS: readonly LibId[] = ["leasehold", "graphile", "pgboss"];
 
+/** The one thing the driver asks of a database connection (a pg Client or Pool). */
+export interface SqlClient {
+  query<R = any>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
+}
+
 /** Enqueues into one queue of a freshly installed library. */
 export interface Producer {
   /** Builds the n-job batch now and returns the single call that enqueues it (the caller times only the call). */
@@ -25,6 +30,8 @@ export interface Lib {
   settings: string;
   /** Installs the library's schema in an empty database and opens a producer on `queue`. */
   open(dsn: string, queue: string): Promise<Producer>;
+  /** Jobs of `queue` not yet done, read on the driver's own connection to the library's database. */
+  remaining(db: SqlClient, queue: string): Promise<number>;
   /** Leasehold only: id range of the jobs the child must execute. */
   firstId?(dsn: string, queue: string): Promise<number>;
 }

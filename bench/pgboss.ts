@@ -1,6 +1,7 @@
 import { PgBoss } from "pg-boss";
 import pg from "pg";
 import { peakRssMiB, type ChildArgs } from "./child-io.ts";
+import { drainChild, type DrainResult } from "./drain-child.ts";
 import { waitFor } from "./db.ts";
 import { pkgVersion, type ExecResult, type HopResult, type Lib } from "./lib.ts";
 import { hopStats, now, round, RunLedger } from "./stats.ts";
@@ -38,6 +39,8 @@ export const pgboss: Lib = {
   },
   settings:
     "batched_notify: work() localConcurrency 1, batchSize 20 (the 20 run concurrently), burstWhenBatchFull, pollingIntervalSeconds 0.5, notifyPollingIntervalSeconds 0.5; useListenNotify, queue notify; pool max 22; producer: insert / send",
+  remaining: async (db, queue) =>
+    (await db.query<{ n: number }>("select count(*)::int as n from pgboss.job where name = $1 and state <> 'completed'", [queue])).rows[0]!.n,
   async open(dsn, queue) {
     const boss = attach(new PgBoss({ connectionString: dsn, max: 22, supervise: false, schedule: false }), "producer");
     await boss.start();
@@ -103,7 +106,8 @@ export async function childExec(args: ChildArgs): Promise<ExecResult> {
 export async function childHop(args: ChildArgs): Promise<HopResult> {
   const { n, queue } = args;
   const start: (number | null)[] = new Array(n).fill(null);
-  const end: (number | null)[] = new Array(n).fill(null);
+  // When each job's enqueue committed: the enqueue call returned (its insert's reply is the last thing it waits for).
+  const committed: (number | null)[] = new Array(n).fill(null);
   const ledger = new RunLedger(n);
   let chainDone!: () => void;
   const finished = new Promise<void>((r) => (chainDone = r));
@@ -112,8 +116,10 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
     const i = job.data.i;
     start[i] = now();
     ledger.hit(i);
-    if (i + 1 < n) await boss.send(queue, { i: i + 1 });
-    end[i] = now();
+    if (i + 1 < n) {
+      await boss.send(queue, { i: i + 1 });
+      committed[i + 1] = now();
+    }
     if (i === n - 1) chainDone();
   };
   const verify = new pg.Pool({ connectionString: args.verifyDsn, max: 1 });
@@ -129,9 +135,20 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
   await verify.end();
   return {
     chain_ms: round(tChain - t0, 1),
-    ...hopStats(start, end),
+    ...hopStats(start, committed),
     ledger: ledger.summary(),
     db_ok: after.completed === n && after.retried === 0,
     peak_rss_mib: peakRssMiB(),
   };
+}
+
+/** Child: one of several processes draining the queue together (the scale-out phase): batches of `slots`, a pool of `poolSize`. */
+export async function childDrain(args: ChildArgs): Promise<DrainResult> {
+  return drainChild(async (hit) => {
+    const boss = attach(new PgBoss({ connectionString: args.dsn, ...PGBOSS_WORKER, max: args.poolSize ?? PGBOSS_WORKER.max }), "worker");
+    await boss.start();
+    const handler = async (jobs: unknown[]) => { for (const _ of jobs) hit(); };
+    await boss.work(args.queue, { ...PGBOSS_WORK, batchSize: args.slots }, handler as never);
+    return () => boss.stop({ graceful: true, timeout: 5000 });
+  });
 }

@@ -18,6 +18,8 @@ export interface Sizes {
   /** Length of the hop chain. */
   hop: number;
   slots: number;
+  /** Jobs drained by each process count of the scale-out phase. */
+  scaleOut: number;
 }
 
 export interface BenchContext {

@@ -1,11 +1,12 @@
 import { backlogPhase } from "./backlog.ts";
 import { bundlePhase } from "./bundle.ts";
 import type { LibId } from "./lib.ts";
+import { scaleOutPhase } from "./scale-out.ts";
 import { batchThenExecute, enqueueOneByOne, hopChain, type Phase, type Sizes } from "./phases.ts";
 
 /** Workload sizes: the full run, and `--quick` (one run, smaller counts, no 1M backlog). */
-export const FULL_SIZES: Sizes = { batch: 10_000, seq: 1_000, hop: 200, slots: 20 };
-export const QUICK_SIZES: Sizes = { batch: 5_000, seq: 500, hop: 100, slots: 20 };
+export const FULL_SIZES: Sizes = { batch: 10_000, seq: 1_000, hop: 200, slots: 20, scaleOut: 40_000 };
+export const QUICK_SIZES: Sizes = { batch: 5_000, seq: 500, hop: 100, slots: 20, scaleOut: 8_000 };
 
 const ALL: readonly LibId[] = ["leasehold", "graphile", "pgboss"];
 
@@ -19,6 +20,7 @@ export function defaultPlan(quick: boolean): Phase[] {
     enqueueOneByOne("enqueue-one-by-one", false, ALL),
     batchThenExecute("batch-execute", false, ALL),
     hopChain("hop", false, ALL),
+    scaleOutPhase(ALL),
     enqueueOneByOne("net-enqueue-one-by-one", true, ALL),
     batchThenExecute("net-batch-execute", true, ALL),
     hopChain("net-hop", true, ALL),

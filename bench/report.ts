@@ -1,5 +1,6 @@
 import type { BenchResults } from "./driver.ts";
 import type { LibId } from "./lib.ts";
+import { scaleOutSection } from "./report-scale-out.ts";
 import { barChart } from "./svg.ts";
 import { evaluateTargets, med, ratio } from "./targets.ts";
 
@@ -109,6 +110,7 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
       { label: `Execute ${s.batch.toLocaleString("en-US")}, jobs/s`, phase: "batch-execute", metric: "jobs_per_s", digits: 0, better: "higher" },
       { label: `Hop p50 (${s.hop}-job chain), ms`, phase: "hop", metric: "p50_ms", digits: 3, better: "lower" },
       { label: "Hop p95, ms", phase: "hop", metric: "p95_ms", digits: 3, better: "lower" },
+      { label: "Scale-out, 8 processes × 10 slots, jobs/s", phase: "scale-out", metric: "jobs_per_s_p8", digits: 0, better: "higher" },
       { label: "Execute worker peak RSS, MiB", phase: "batch-execute", metric: "peak_rss_mib", digits: 1, better: "lower" },
       { label: "Hop worker peak RSS, MiB", phase: "hop", metric: "peak_rss_mib", digits: 1, better: "lower" },
       { label: "Worker start-up, ms", phase: "batch-execute", metric: "startup_ms", digits: 1, better: "lower" },
@@ -136,6 +138,8 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
       "",
     );
   }
+
+  out.push(...scaleOutSection(r, COLORS, chartRef, opts.chartPrefix));
 
   const backlog = Object.entries(r.phases).filter(([name]) => name.startsWith("backlog-"));
   if (backlog.length) {
@@ -183,7 +187,8 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
   }
 
   out.push("## Exactly once", "");
-  out.push("Every execute and hop run checks a per-job run counter in the worker and the database state afterwards (Leasehold: every job `succeeded`, `attempts` = 1, one `succeeded` attempt row each).", "");
+  out.push("Every execute and hop run checks a per-job run counter in the worker and the database state afterwards (Leasehold: every job `succeeded`, `attempts` = 1, one `succeeded` attempt row each). " +
+    "Scale-out: the handler runs of all processes add up to the jobs, and the database shows none left.", "");
   out.push("| phase | " + Object.keys(m.libs).map((l) => m.libs[l]!.name).join(" | ") + " |", `|${" --- |".repeat(1 + Object.keys(m.libs).length)}`);
   for (const [name, pr] of Object.entries(r.phases)) {
     if (Object.values(pr.checks_ok).every((v) => v == null)) continue;
@@ -199,7 +204,8 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
   out.push("", "Configurations:", "");
   for (const [, lib] of Object.entries(m.libs)) out.push(`- **${lib.name} ${lib.version}**: ${lib.settings}`);
   out.push(`- Leasehold worker pool size in this run: ${m.leasehold_pool_size}; prefetch: ${m.leasehold_prefetch ?? "the runner's default (adaptive)"}.`);
-  out.push(`- Sizes: batch ${s.batch.toLocaleString("en-US")}, one-at-a-time ${s.seq.toLocaleString("en-US")}, hop chain ${s.hop}, ${s.slots} jobs at once.`, "");
+  out.push(`- Sizes: batch ${s.batch.toLocaleString("en-US")}, one-at-a-time ${s.seq.toLocaleString("en-US")}, hop chain ${s.hop}, ${s.slots} jobs at once` +
+    `${s.scaleOut ? `; scale-out ${s.scaleOut.toLocaleString("en-US")} jobs per process count` : ""}.`, "");
   out.push("Run it: `npm run bench` (3 runs, full sizes, 1M backlog), `npm run bench -- --quick` (1 run, smaller counts, no 1M backlog). " +
     "Other options: `--runs N`, `--only phase,phase`, `--libs leasehold,graphile`, `--pool N`, `--prefetch N`, `--relay-delay MS`. `BENCH_DSN` picks the server (a role that may CREATE DATABASE and CHECKPOINT).", "");
 

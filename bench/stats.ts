@@ -70,15 +70,22 @@ export interface HopStats {
   p95_ms: number | null;
   min_ms: number | null;
   max_ms: number | null;
+  /** Hops below zero: a handler seen to start before its enqueue committed (a clock or stamping fault). */
+  negative: number;
 }
 
-/** hop i = start of job i+1 − end of job i (both stamped in the worker process). */
-export function hopStats(start: readonly (number | null)[], end: readonly (number | null)[]): HopStats {
+/**
+ * hop i = start of job i's handler − the commit of job i's enqueue (from
+ * inside job i−1's handler), for i ≥ 1, both stamped in the worker process.
+ * A job cannot start before its insert has committed, so a hop is never
+ * negative; `negative` counts any that are, rather than hiding them.
+ */
+export function hopStats(start: readonly (number | null)[], committed: readonly (number | null)[]): HopStats {
   const hops: number[] = [];
-  for (let i = 0; i + 1 < start.length; i++) {
-    const s = start[i + 1];
-    const e = end[i];
-    if (s != null && e != null) hops.push(s - e);
+  for (let i = 1; i < start.length; i++) {
+    const s = start[i];
+    const c = committed[i];
+    if (s != null && c != null) hops.push(s - c);
   }
   const r = (x: number | null) => (x == null ? null : round(x, 3));
   return {
@@ -87,5 +94,6 @@ export function hopStats(start: readonly (number | null)[], end: readonly (numbe
     p95_ms: r(percentile(hops, 95)),
     min_ms: hops.length ? r(Math.min(...hops)) : null,
     max_ms: hops.length ? r(Math.max(...hops)) : null,
+    negative: hops.filter((h) => h < 0).length,
   };
 }

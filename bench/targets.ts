@@ -57,6 +57,11 @@ export function evaluateTargets(r: BenchResults): TargetCheck[] {
     add("Hop p50 ≤ graphile-worker's", l, both("hop", "p50_ms", "ms"), ratio(l, med(r, "hop", "graphile", "p50_ms")),
       "Leasehold ÷ graphile-worker ≤ 1", (x) => x <= 1, "ms");
   }
+  if (r.phases["scale-out"]) {
+    const l = med(r, "scale-out", "leasehold", "jobs_per_s_p8");
+    add("Scale-out: 8 processes of 10 slots ≥ graphile-worker with 8", l, both("scale-out", "jobs_per_s_p8", "jobs/s"),
+      ratio(l, med(r, "scale-out", "graphile", "jobs_per_s_p8")), "Leasehold ÷ graphile-worker ≥ 1", (x) => x >= 1, "jobs/s");
+  }
   const big = r.phases["backlog-later-1m"] ? "backlog-later-1m" : null;
   if (big && r.phases["backlog-later-10k"]) {
     const l = med(r, big, "leasehold", "jobs_per_s");

@@ -1,7 +1,7 @@
 import { emitAndExit, type ChildArgs } from "./child-io.ts";
 
 /**
- * One worker process: `node worker-child.js <leasehold|graphile|pgboss> <exec|hop> '<json args>'`.
+ * One worker process: `node worker-child.js <leasehold|graphile|pgboss> <exec|hop|drain> '<json args>'`.
  * Each library is imported lazily, so a child loads only the library it runs.
  */
 const [lib, mode, json] = process.argv.slice(2);
@@ -18,6 +18,7 @@ try {
   const m = await load();
   if (mode === "exec") emitAndExit(await m.childExec(args));
   else if (mode === "hop") emitAndExit(await m.childHop(args));
+  else if (mode === "drain") emitAndExit(await m.childDrain(args));
   else throw new Error(`unknown mode ${mode}`);
 } catch (err) {
   console.error(err);

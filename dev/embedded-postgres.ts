@@ -15,6 +15,8 @@ export interface RunningPostgres {
   /** Connection string of the `postgres` database. */
   url: string;
   port: number;
+  /** Stops the server (fast shutdown: open sessions are ended) and starts it again, same port, same data. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -46,7 +48,8 @@ export async function startEmbeddedPostgres(options: { dataDir?: string; port?: 
     port,
     user: "postgres",
     password,
-    persistent: !temporary,
+    // Kept through a restart; a temporary folder is removed by our own stop.
+    persistent: true,
     createPostgresUser: true,
     initdbFlags: ["--no-sync", "--encoding=UTF8", "--locale=C"],
     postgresFlags: ["-c", "max_connections=300", "-c", "listen_addresses=127.0.0.1"],
@@ -59,6 +62,10 @@ export async function startEmbeddedPostgres(options: { dataDir?: string; port?: 
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     port,
+    async restart() {
+      await server.stop();
+      await server.start();
+    },
     async stop() {
       await server.stop();
       if (temporary) await rm(databaseDir, { recursive: true, force: true });

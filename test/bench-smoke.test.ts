@@ -4,6 +4,7 @@ import { backlogPhase } from "../bench/backlog.ts";
 import { runBench } from "../bench/driver.ts";
 import { batchThenExecute, enqueueOneByOne, hopChain } from "../bench/phases.ts";
 import { renderReport } from "../bench/report.ts";
+import { scaleOutPhase } from "../bench/scale-out.ts";
 import { evaluateTargets } from "../bench/targets.ts";
 
 /**
@@ -16,7 +17,7 @@ describe("bench harness (smoke)", () => {
     const results = await runBench({
       adminDsn: inject("databaseUrl"),
       runs: 1,
-      sizes: { batch: 200, seq: 20, hop: 10, slots: 20 },
+      sizes: { batch: 200, seq: 20, hop: 10, slots: 20, scaleOut: 300 },
       libs: ["leasehold"],
       plan: [
         enqueueOneByOne("enqueue-one-by-one", false, ["leasehold"]),
@@ -24,10 +25,11 @@ describe("bench harness (smoke)", () => {
         hopChain("hop", false, ["leasehold"]),
         batchThenExecute("net-batch-execute", true, ["leasehold"]),
         backlogPhase("later", 1_000, "1k"),
+        scaleOutPhase(["leasehold"], [1, 2]),
       ],
     });
 
-    expect(Object.keys(results.phases)).toEqual(["enqueue-one-by-one", "batch-execute", "hop", "net-batch-execute", "backlog-later-1k"]);
+    expect(Object.keys(results.phases)).toEqual(["enqueue-one-by-one", "batch-execute", "hop", "net-batch-execute", "backlog-later-1k", "scale-out"]);
     for (const [name, phase] of Object.entries(results.phases)) {
       expect(phase.runs.leasehold, name).toHaveLength(1);
       expect(phase.runs.leasehold![0], name).not.toHaveProperty("error");
@@ -38,11 +40,21 @@ describe("bench harness (smoke)", () => {
     expect(exec.exec.db_after).toEqual({ succeeded: 200, not_succeeded: 0, attempts_not_1: 0, attempt_rows: 200 });
     expect(exec.exec.db_ok).toBe(true);
     const hop = results.phases.hop!.runs.leasehold![0] as any;
-    expect(hop.hop).toMatchObject({ hops: 9, db_ok: true, ledger: { unique: 10, duplicates: 0, missing: 0 } });
+    expect(hop.hop).toMatchObject({ hops: 9, negative: 0, db_ok: true, ledger: { unique: 10, duplicates: 0, missing: 0 } });
+    // A hop runs from the follow-up's enqueue commit to its start: never below zero.
+    expect(hop.hop.min_ms).toBeGreaterThanOrEqual(0);
     const backlog = results.phases["backlog-later-1k"]!.runs.leasehold![0] as any;
     expect(backlog.claim_plan.index_scan).toBe(true);
     expect(backlog.exec.db_ok).toBe(true);
-    for (const phase of ["batch-execute", "hop", "net-batch-execute", "backlog-later-1k"]) {
+    const scale = results.phases["scale-out"]!.runs.leasehold![0] as any;
+    for (const k of [1, 2]) {
+      expect(scale.by_processes[k], `${k} processes`).toMatchObject({ processes: k, jobs: 300, handler_calls: 300, remaining_after: 0 });
+      expect(scale.by_processes[k].children).toHaveLength(k);
+      // Each job is claimed and completed in committed transactions of its own database.
+      expect(scale.by_processes[k].commits_per_job).toBeGreaterThan(0);
+      expect(scale.by_processes[k].activity.samples).toBeGreaterThan(0);
+    }
+    for (const phase of ["batch-execute", "hop", "net-batch-execute", "backlog-later-1k", "scale-out"]) {
       expect(results.phases[phase]!.checks_ok.leasehold, phase).toBe(true);
     }
 
@@ -65,6 +77,7 @@ describe("bench harness (smoke)", () => {
     const report = renderReport(results, { resultsFile: "x.json", chartDir: ".", chartPrefix: "x" });
     expect(report.markdown).toContain("## Targets");
     expect(report.markdown).toContain("## Exactly once");
+    expect(report.markdown).toContain("## Scale-out");
     expect(Object.keys(report.charts).length).toBeGreaterThan(0);
     for (const svg of Object.values(report.charts)) expect(svg.startsWith("<svg")).toBe(true);
   }, 60_000);
