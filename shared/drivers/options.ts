@@ -10,7 +10,7 @@ export interface ConnectionTimeouts {
   connectTimeoutMs: number;
 }
 
-export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
+export const DEFAULT_QUERY_TIMEOUT_MS = 5_000;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 export function connectionTimeouts(given: Partial<ConnectionTimeouts> = {}): ConnectionTimeouts {
