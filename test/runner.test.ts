@@ -179,4 +179,31 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     const { rows: job1 } = await t.admin.query(`select status::text, suspect, attempts from "${t.schema}".jobs where id = $1`, [id]);
     expect(job1[0]).toEqual({ status: "dead", suspect: false, attempts: 3 });
   });
+
+  it("hands a follow-up to itself only when its lease fits the remaining time less the margin", async () => {
+    const queue = `handoff-${driver}`;
+    const child = defineJob({ name: `handoff-child-${driver}`, schema: z.object({ leaseMs: z.number() }), queue, leaseMs: 1_800, handler: () => {} });
+    const short = defineJob({ name: `handoff-short-${driver}`, schema: z.object({}), queue, leaseMs: 500, handler: () => {} });
+    const parent = defineJob({
+      name: `handoff-parent-${driver}`, schema: z.object({}), queue, leaseMs: 1_000,
+      handler: async (_p, ctx) => {
+        await ctx.enqueue(child, { leaseMs: 1_800 });
+        await ctx.enqueue(short, {});
+      },
+    });
+    await enqueue(t, parent, {});
+    const deadline = Date.now() + 2_000;
+    const summary = await runWorker({
+      store: t, registry: createRegistry([parent, child, short]), queues: [queue], runnerId: "tight", slots: 2,
+      remainingMs: () => deadline - Date.now(), marginMs: 500, idleMs: 100, pollMs: 20,
+    });
+    // 2 s left less a 0.5 s margin: the 0.5 s child is handed off and runs;
+    // the 1.8 s child is only enqueued, for a runner with time for it.
+    expect(summary).toMatchObject({ claimed: 2, succeeded: 2 });
+    const { rows: jobs } = await t.admin.query<{ name: string; status: string; attempts: number }>(
+      `select name, status::text, attempts from "${t.schema}".jobs where queue = $1 order by id`, [queue]);
+    expect(jobs.map((j) => [j.name.replace(`-${driver}`, ""), j.status, j.attempts])).toEqual([
+      ["handoff-parent", "succeeded", 1], ["handoff-child", "queued", 0], ["handoff-short", "succeeded", 1],
+    ]);
+  });
 });
