@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { loadMigrations, migrate } from "../shared/migrate.ts";
-import { openPool, schema } from "./env.ts";
+import { closePool, openPool, schema } from "./env.ts";
 import { logger } from "./observability.ts";
 
 /**
@@ -18,6 +18,6 @@ export async function handler(): Promise<{ applied: number[] }> {
     logger.info("migrations applied", { applied });
     return { applied };
   } finally {
-    await pool.end();
+    await closePool(pool);
   }
 }

@@ -5,7 +5,7 @@ import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { describeDeaths } from "../shared/deaths.ts";
 import { rescueExpiredLeases, type RescueResult } from "../shared/rescue.ts";
 import { pruneJobs, queueStats } from "../shared/stats.ts";
-import { openPool, schema } from "./env.ts";
+import { closePool, openPool, schema } from "./env.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, type Unit } from "./observability.ts";
 
 /**
@@ -46,6 +46,6 @@ export async function handler(_event: unknown, context: Context): Promise<Omit<R
     logger.info("rescue done", { rescued: result.rescued, refunded: result.refunded, dead: result.dead, pruned });
     return { rescued: result.rescued, refunded: result.refunded, dead: result.dead, pruned };
   } finally {
-    await pool.end();
+    await closePool(pool);
   }
 }

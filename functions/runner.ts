@@ -6,7 +6,7 @@ import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { runWorker, type WorkerSummary } from "../shared/worker.ts";
 import { registry as bundledRegistry } from "../jobs/index.ts";
 import type { Registry } from "../shared/job.ts";
-import { openPool, schema } from "./env.ts";
+import { closePool, openPool, schema } from "./env.ts";
 import { describeDeaths } from "../shared/deaths.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
 
@@ -64,7 +64,10 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
     );
   }, HEARTBEAT_MS);
   try {
-    await startRunner(store, { id: invocationId, runner: name, requestId: runnerId });
+    // Announcing itself is best effort: the heartbeat retries, and the loop
+    // below rides out (or cleanly gives up on) a database that is not there.
+    await startRunner(store, { id: invocationId, runner: name, requestId: runnerId }).catch((err) =>
+      logger.warn("could not announce runner", { error: String(err) }));
     const summary = await runWorker({
       store, registry, queues, runnerId,
       slots: runnerConfig.slots,
@@ -96,7 +99,7 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
     await deaths;
     clearInterval(heartbeat);
     await stopRunner(store, invocationId).catch((err) => logger.warn("could not deregister runner", { error: String(err) }));
-    await pool.end();
+    await closePool(pool);
     const perQueue = new Map<string, [MetricName, Unit, number][]>();
     for (const [queue, c] of counts) {
       perQueue.set(queue, [

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { config } from "../shared/config.ts";
 import { reserveRunners, runnersToStart, stopRunner } from "../shared/fleet.ts";
 import { countReady } from "../shared/stats.ts";
-import { openPool, schema } from "./env.ts";
+import { closePool, openPool, schema } from "./env.ts";
 import { logger } from "./observability.ts";
 
 /**
@@ -100,7 +100,7 @@ export async function handler(event: unknown, context: Context): Promise<{ passe
       await new Promise((r) => setTimeout(r, Math.max(0, pollMs - (Date.now() - started))));
     }
   } finally {
-    await pool.end();
+    await closePool(pool);
   }
   return { passes, invoked };
 }
