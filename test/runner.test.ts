@@ -12,6 +12,7 @@ import { createNeonPool } from "../shared/drivers/neon.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
 import { inject } from "vitest";
 import WebSocket from "ws";
+import { startFaultProxy } from "./support/fault-proxy.ts";
 
 /** The runner loop against real faults and at its edges: exits, leases, stale settles, suspects. */
 
@@ -205,5 +206,59 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     expect(jobs.map((j) => [j.name.replace(`-${driver}`, ""), j.status, j.attempts])).toEqual([
       ["handoff-parent", "succeeded", 1], ["handoff-child", "queued", 0], ["handoff-short", "succeeded", 1],
     ]);
+  });
+});
+
+/** A fault only a TCP proxy can make: the pg driver's connections go through it. */
+describe("the runner whose database goes silent (pg driver)", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 2);
+  });
+  afterAll(() => t.drop());
+  const rows = async (queue: string) =>
+    (await t.admin.query<{ status: string; attempts: number }>(
+      `select status::text, attempts from "${t.schema}".jobs where queue = $1 order by id`, [queue])).rows;
+
+  it("gives up cleanly when its database goes silent for good: no handler left running, unstarted jobs uncharged", async () => {
+    const queue = "silent-db";
+    const url = new URL(databaseUrl());
+    const proxy = await startFaultProxy({ target: { host: url.hostname, port: Number(url.port || 5432) } });
+    url.hostname = proxy.host;
+    url.port = String(proxy.port);
+    const pool = createPgPool(url.toString(), { max: 4, queryTimeoutMs: 300, connectTimeoutMs: 300 });
+    let running = 0;
+    let ended = 0;
+    const slow = defineJob({
+      name: "silent-db", schema: z.object({}), queue, leaseMs: 2_000, backoffMs: 0,
+      handler: async () => {
+        running++;
+        // The database goes silent while the first handlers run.
+        if (running === 1) proxy.stallAll();
+        await sleep(200);
+        running--;
+        ended++;
+      },
+    });
+    await enqueueJobs(t, Array.from({ length: 8 }, () => job(slow, {})));
+    const deadline = Date.now() + 3_000;
+    const summary = await runWorker({
+      store: { db: pool, schema: t.schema }, registry: createRegistry([slow]), queues: [queue], runnerId: "cut-off",
+      slots: 2, prefetch: 6, remainingMs: () => deadline - Date.now(), idleMs: 5_000, pollMs: 20,
+    });
+    expect(["database", "time"]).toContain(summary.exit);
+    expect(running).toBe(0); // it waited for its handlers
+    expect(ended).toBeGreaterThanOrEqual(2);
+    expect(summary.claimed).toBe(8);
+    proxy.resume();
+    await proxy.close();
+    await pool.end().catch(() => {});
+    // The leases run out; the rescuer charges only the handlers that had started.
+    await sleep(2_100);
+    await rescueExpiredLeases(t);
+    const all = await rows(queue);
+    const charged = all.reduce((n, r) => n + r.attempts, 0);
+    expect(charged).toBeLessThanOrEqual(ended);
+    expect(all.filter((r) => r.status === "queued" && r.attempts === 0).length).toBeGreaterThanOrEqual(8 - ended);
   });
 });
