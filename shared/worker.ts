@@ -51,6 +51,13 @@ export interface WorkerOptions {
   log?: WorkerLog;
   /** Called for every settled attempt, e.g. to publish metrics. */
   onSettled?: (event: SettledEvent) => void;
+  /**
+   * Suspects (jobs on their last attempt after a runner died holding them)
+   * always run alone. `alone` (default): this runner runs them itself,
+   * pausing its other work; `elsewhere`: it never takes one (a dedicated
+   * runner does); `only`: it runs nothing but suspects, one after another.
+   */
+  suspects?: "alone" | "elsewhere" | "only";
   /** Called with the ids of jobs that ended `dead` here (failed, timed out, or failed for good). */
   onDead?: (ids: string[]) => void;
   clock?: Clock;
@@ -151,7 +158,8 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   // Suspects (jobs whose runner died holding them on their next-to-last
   // attempt) run alone: the runner stops claiming, lets what it holds
   // finish, then runs suspects one at a time with nothing beside them.
-  let isolating = false;
+  const suspectMode = options.suspects ?? "alone";
+  let isolating = suspectMode === "only";
   let suspectRunning = false;
 
   const follow = async <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, opts?: EnqueueOptions) => {
@@ -234,20 +242,20 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         summary.exit = "time";
         break;
       }
-      if (!isolating && !suspectRunning) isolating = await producer.suspectWaiting(maxLeaseMs());
+      if (suspectMode === "alone" && !isolating && !suspectRunning) isolating = await producer.suspectWaiting(maxLeaseMs());
       let claimed = 0;
       if (isolating && running.size === 0 && producer.buffer.length === 0) {
         // Run suspects alone, one after the other, until none is left.
         claimed = (await producer.claim(1, maxLeaseMs(), true)).length;
         summary.claimed += claimed;
         suspectRunning = claimed > 0;
-        if (claimed === 0) isolating = false;
+        if (claimed === 0) isolating = suspectMode === "only";
         else {
           pump();
           await Promise.all(running);
           suspectRunning = false;
           await completer.drain();
-          isolating = await producer.suspectWaiting(maxLeaseMs(), true);
+          if (suspectMode === "alone") isolating = await producer.suspectWaiting(maxLeaseMs(), true);
           lastWorkAt = clock.now();
           continue;
         }
@@ -272,7 +280,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       if (idle && clock.now() - lastWorkAt >= idleMs) break;
       if (!idle) lastWorkAt = clock.now();
       const untilIdle = idleMs - (clock.now() - lastWorkAt);
-      const waitMs = want <= 0 ? Math.max(pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdle, 0) + 1) : pollMs;
+      const waitMs = want <= 0 && !idle ? Math.max(pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdle, 0) + 1) : pollMs;
       const p = pause(clock, waitMs);
       waitingForSlot = want <= 0;
       wake = p.wake;

@@ -209,6 +209,47 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
   });
 });
 
+describe("runners that leave suspects to others, and runners that run only suspects", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 4);
+  });
+  afterAll(() => t.drop());
+
+  it("a suspects-only runner runs each suspect alone, one after another, and leaves ordinary jobs; another runner leaves the suspects", async () => {
+    const queue = "suspects-only";
+    let running = 0;
+    let peak = 0;
+    const ran: boolean[] = [];
+    const work = defineJob({
+      name: "suspects-only", schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 150, backoffMs: 0, maxAttempts: 2,
+      handler: async ({ suspect }) => {
+        peak = Math.max(peak, ++running);
+        ran.push(suspect);
+        await sleep(20);
+        running--;
+      },
+    });
+    await enqueueJobs(t, Array.from({ length: 3 }, () => job(work, { suspect: true })));
+    // Their runner dies holding them after their handlers started: each is now a suspect.
+    const held = await claimJobs(t, { queue, runnerId: "died", limit: 3, maxLeaseMs: 60_000 });
+    await settleJobs(t, { started: held });
+    await sleep(170);
+    expect((await rescueExpiredLeases(t)).rescued).toBe(3);
+    await enqueueJobs(t, Array.from({ length: 5 }, () => job(work, { suspect: false })));
+    const registry = createRegistry([work]);
+    const ordinary = await runWorker({ store: t, registry, queues: [queue], runnerId: "ordinary", slots: 4, idleMs: 100, pollMs: 20, suspects: "elsewhere" });
+    expect(ordinary).toMatchObject({ claimed: 5, succeeded: 5 });
+    expect(ran.every((s) => !s)).toBe(true);
+    peak = 0;
+    const isolated = await runWorker({ store: t, registry, queues: [queue], runnerId: "isolated", slots: 4, idleMs: 100, pollMs: 20, suspects: "only" });
+    expect(isolated).toMatchObject({ claimed: 3, succeeded: 3 });
+    expect(peak).toBe(1);
+    const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".jobs where queue = $1 and status = 'succeeded'`, [queue]);
+    expect(rows[0]!.n).toBe(8);
+  });
+});
+
 /** A fault only a TCP proxy can make: the pg driver's connections go through it. */
 describe("the runner whose database goes silent (pg driver)", () => {
   let t: TestDb;
