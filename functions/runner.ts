@@ -4,9 +4,8 @@ import { config, RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { HEARTBEAT_MS, renewRunner, startRunner, stopRunner } from "../shared/fleet.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { runWorker, type WorkerSummary } from "../shared/worker.ts";
-import { registry as bundledRegistry } from "../jobs/index.ts";
-import type { Registry } from "../shared/job.ts";
 import { closePool, openPool, schema } from "./env.ts";
+import { registry } from "./registry.ts";
 import { describeDeaths } from "../shared/deaths.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
 
@@ -23,15 +22,6 @@ const eventSchema = z.object({
   /** Overrides the runner's configured queues. */
   queues: z.array(z.string().min(1).max(128)).min(1).optional(),
 });
-
-/**
- * The job types this runner serves: the app's (jobs/index.ts), or, in local
- * development and tests, the module named by LEASEHOLD_JOBS.
- */
-let registry: Registry = bundledRegistry;
-if (process.env.LEASEHOLD_JOBS) {
-  registry = ((await import(process.env.LEASEHOLD_JOBS)) as { registry: Registry }).registry;
-}
 
 /** Connections one runner holds: claims, settles, and handlers' follow-ups. */
 const POOL_SIZE = config.connectionsPerRunner;
@@ -73,6 +63,8 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
       slots: runnerConfig.slots,
       remainingMs: () => context.getRemainingTimeInMillis(),
       marginMs: RUNNER_MARGIN_MS,
+      // A job with a longer lease is unserved, for this runner as for the scheduler.
+      maxLeaseMs: runnerConfig.maxLeaseMs,
       idleMs: runnerConfig.idleMs,
       pollMs: runnerConfig.pollMs,
       log: workerLog,

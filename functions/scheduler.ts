@@ -3,16 +3,20 @@ import type { Context } from "aws-lambda";
 import { randomUUID } from "node:crypto";
 import { config } from "../shared/config.ts";
 import { reserveRunners, runnersToStart, stopRunner } from "../shared/fleet.ts";
+import type { Pool } from "../shared/db.ts";
+import { claimable } from "../shared/serving.ts";
 import { countReady } from "../shared/stats.ts";
 import { closePool, openPool, schema } from "./env.ts";
 import { logger } from "./observability.ts";
+import { registry } from "./registry.ts";
 
 /**
  * The scheduler: triggered every minute by EventBridge, it keeps the queue
  * responsive within that minute by looking at demand (ready jobs per runner,
  * runners already live) every `pollMs` until its time is nearly up, and fans
  * out runner invocations (`InvocationType: "Event"`) for the demand live
- * runners will not absorb, within each runner's maximum concurrency and the
+ * runners will not absorb (only jobs a runner can claim: its queues, the job
+ * types it was deployed with, leases it allows), within each runner's maximum concurrency and the
  * database connection budget. An enqueue can wake it (`{ source:
  * "leasehold.wake" }`): it then makes one pass and returns.
  *
@@ -35,16 +39,24 @@ function runnerFunction(name: string): string {
   return names[name] ?? name;
 }
 
-/** One look at demand and the fan-out it needs. */
-async function schedulePass(pool: ReturnType<typeof openPool>, schemaName: string): Promise<{ ready: number; invoked: number }> {
+/** Starts one runner invocation (asynchronously); throws when Lambda refuses it. */
+export type InvokeRunner = (runner: string, invocationId: string) => Promise<unknown>;
+
+const invokeRunner: InvokeRunner = (name, id) =>
+  lambda.send(new InvokeCommand({ FunctionName: runnerFunction(name), InvocationType: "Event", Payload: JSON.stringify({ invocationId: id }) }));
+
+/**
+ * One look at demand and the fan-out it needs. `invoked` counts the
+ * invocations Lambda accepted; a refused one is logged and its reservation
+ * dropped, and it counts for nothing.
+ */
+export async function schedulePass(pool: Pool, schemaName: string, invoke: InvokeRunner = invokeRunner): Promise<{ ready: number; invoked: number }> {
   const store = { db: pool, schema: schemaName };
   const runners = Object.entries(config.runners);
   const ready = new Map<string, number>();
   for (const [name, r] of runners) {
     const cap = r.slots * r.maxConcurrency + 1;
-    let n = 0;
-    for (const queue of r.queues) n += await countReady(store, queue, cap);
-    ready.set(name, n);
+    ready.set(name, await countReady(store, claimable({ runners: { [name]: r } }, registry.keys()), cap));
   }
   const total = [...ready.values()].reduce((a, b) => a + b, 0);
   if (total === 0) return { ready: 0, invoked: 0 };
@@ -61,14 +73,12 @@ async function schedulePass(pool: ReturnType<typeof openPool>, schemaName: strin
   });
 
   const invocations = [...decided].flatMap(([name, ids]) => ids.map((id) => ({ name, id })));
+  const invoked = new Map<string, number>();
   await Promise.all(
     invocations.map(async ({ name, id }) => {
       try {
-        await lambda.send(new InvokeCommand({
-          FunctionName: runnerFunction(name),
-          InvocationType: "Event",
-          Payload: JSON.stringify({ invocationId: id }),
-        }));
+        await invoke(name, id);
+        invoked.set(name, (invoked.get(name) ?? 0) + 1);
       } catch (err) {
         logger.error("runner invoke failed", { runner: name, error: String(err) });
         await stopRunner(store, id).catch(() => {});
@@ -76,9 +86,9 @@ async function schedulePass(pool: ReturnType<typeof openPool>, schemaName: strin
     }),
   );
   if (invocations.length > 0) {
-    logger.info("runners invoked", { ready: Object.fromEntries(ready), invoked: Object.fromEntries([...decided].map(([n, ids]) => [n, ids.length])) });
+    logger.info("runners invoked", { ready: Object.fromEntries(ready), invoked: Object.fromEntries(invoked) });
   }
-  return { ready: total, invoked: invocations.length };
+  return { ready: total, invoked: [...invoked.values()].reduce((a, b) => a + b, 0) };
 }
 
 export async function handler(event: unknown, context: Context): Promise<{ passes: number; invoked: number }> {

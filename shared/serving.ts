@@ -1,15 +1,20 @@
 /**
  * Which jobs some runner could ever run: its queue must be served by a runner
- * in the config, and its lease must fit that runner's `maxLeaseMs`. Enqueue
- * refuses the rest when it is given these rules (the API and CLI pass the
- * deployment's; the core checks nothing without them).
+ * in the config, its lease must fit that runner's `maxLeaseMs`, and its type
+ * must be in the runners' registry. Enqueue refuses the rest when it is given
+ * these rules (the API and CLI pass the deployment's; the core checks nothing
+ * without them); a job that gets in anyway (written by a newer deploy) is
+ * counted `unserved` and never claimed.
  */
-import type { Config } from "./config.ts";
+import type { RunnerConfig } from "./config.ts";
+
+/** The runners as serving sees them: the queues each serves and the longest lease each allows. */
+export type Runners = { runners: Readonly<Record<string, Pick<RunnerConfig, "queues" | "maxLeaseMs">>> };
 
 /** Each served queue with the longest lease any runner serving it allows. */
 export type ServingRules = ReadonlyMap<string, number>;
 
-export function servingRules(config: Pick<Config, "runners">): ServingRules {
+export function servingRules(config: Runners): ServingRules {
   const rules = new Map<string, number>();
   for (const runner of Object.values(config.runners)) {
     for (const queue of runner.queues) rules.set(queue, Math.max(rules.get(queue) ?? 0, runner.maxLeaseMs));
@@ -28,4 +33,23 @@ export function servingProblem(rules: ServingRules, queue: string, leaseMs: numb
     return { field: "leaseMs", message: `a ${leaseMs}ms lease is longer than the ${maxLeaseMs}ms (maxLeaseMs) the runner serving queue ${JSON.stringify(queue)} allows` };
   }
   return null;
+}
+
+/**
+ * What runners can claim: the job types they know (the registry they were
+ * deployed with) and, per queue served, the longest lease allowed. A ready
+ * job outside it waits uncharged and is counted `unserved`.
+ */
+export interface Claimable {
+  names: readonly string[];
+  /** Served queues, each with its longest claimable lease. */
+  maxLeaseMs: ServingRules;
+}
+
+/**
+ * What the runners of `config` (all of them, or one: `{ runners: { name: r } }`)
+ * can claim, knowing the job types `names`.
+ */
+export function claimable(config: Runners, names: Iterable<string>): Claimable {
+  return { names: [...names], maxLeaseMs: servingRules(config) };
 }

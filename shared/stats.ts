@@ -1,9 +1,16 @@
 import { sql, type Store } from "./db.ts";
+import type { Claimable } from "./serving.ts";
 
 export interface QueueStats {
   queue: string;
   /** Queued and due now. */
   ready: number;
+  /**
+   * Of the ready jobs, those no runner can claim: their queue is not served,
+   * their type is not in the runners' registry, or their lease is longer
+   * than the runner serving the queue allows. They wait uncharged.
+   */
+  unserved: number;
   /** Queued for later (delayed or backing off). */
   delayed: number;
   running: number;
@@ -12,22 +19,30 @@ export interface QueueStats {
   oldestReadyAgeSeconds: number;
 }
 
-// Each count reads only its partial index (ready, lease, dead): the table's
-// finished jobs, however many, are never scanned.
+// Each count reads only queued, running or dead jobs, through their partial
+// indexes: the table's finished jobs, however many, are never scanned. A
+// ready job is unserved when its queue is not among $1 (each with its longest
+// lease in $2) or its name is not among $3; with no $3, none is.
 const QUEUE_STATS = `
-with pending as (
-  select queue,
-         count(*) filter (where run_at <= now()) as ready,
-         count(*) filter (where run_at > now()) as delayed,
-         min(run_at) filter (where run_at <= now()) as oldest
-  from leasehold.jobs where status = 'queued' group by queue
+with served as (
+  select * from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
+), pending as (
+  select j.queue,
+         count(*) filter (where j.run_at <= now()) as ready,
+         count(*) filter (where j.run_at <= now() and $3::text[] is not null and
+           (s.queue is null or j.lease_ms > s.max_lease_ms or not j.name = any($3::text[]))) as unserved,
+         count(*) filter (where j.run_at > now()) as delayed,
+         min(j.run_at) filter (where j.run_at <= now()) as oldest
+  from leasehold.jobs j left join served s on s.queue = j.queue
+  where j.status = 'queued' group by j.queue
 ), running as (
   select queue, count(*) as running from leasehold.jobs where status = 'running' group by queue
 ), dead as (
   select queue, count(*) as dead from leasehold.jobs where status = 'dead' group by queue
 )
 select coalesce(p.queue, r.queue, d.queue) as queue,
-       coalesce(p.ready, 0)::integer as ready, coalesce(p.delayed, 0)::integer as delayed,
+       coalesce(p.ready, 0)::integer as ready, coalesce(p.unserved, 0)::integer as unserved,
+       coalesce(p.delayed, 0)::integer as delayed,
        coalesce(r.running, 0)::integer as running, coalesce(d.dead, 0)::integer as dead,
        coalesce(extract(epoch from now() - p.oldest), 0)::float8 as oldest_ready_age_seconds
 from pending p
@@ -35,30 +50,45 @@ full join running r on r.queue = p.queue
 full join dead d on d.queue = coalesce(p.queue, r.queue)
 order by 1`;
 
-/** Per-queue counts and the oldest ready age. */
-export async function queueStats(store: Store): Promise<QueueStats[]> {
+/**
+ * Per-queue counts and the oldest ready age. Given what the runners can
+ * claim (`claimable(config, registry.keys())`), ready jobs outside it are
+ * counted `unserved`; without it, none are.
+ */
+export async function queueStats(store: Store, can?: Claimable): Promise<QueueStats[]> {
   const { rows } = await store.db.query<{
-    queue: string; ready: number; delayed: number; running: number; dead: number; oldest_ready_age_seconds: number;
-  }>(sql(store.schema, QUEUE_STATS));
+    queue: string; ready: number; unserved: number; delayed: number; running: number; dead: number; oldest_ready_age_seconds: number;
+  }>(sql(store.schema, QUEUE_STATS), [
+    can ? [...can.maxLeaseMs.keys()] : [], can ? [...can.maxLeaseMs.values()] : [], can ? can.names : null,
+  ]);
   return rows.map((r) => ({
-    queue: r.queue, ready: r.ready, delayed: r.delayed, running: r.running, dead: r.dead,
+    queue: r.queue, ready: r.ready, unserved: r.unserved, delayed: r.delayed, running: r.running, dead: r.dead,
     oldestReadyAgeSeconds: Math.max(0, r.oldest_ready_age_seconds),
   }));
 }
 
 const READY_COUNT = `
 select count(*)::integer as ready from (
-  select 1 from leasehold.jobs
-  where status = 'queued' and queue = $1::text and run_at <= now()
-  limit $2::integer
+  select 1 from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
+  cross join lateral (
+    select 1 from leasehold.jobs j
+    where j.status = 'queued' and j.queue = s.queue and j.run_at <= now()
+      and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])
+    limit $4::integer
+  ) claimable
+  limit $4::integer
 ) capped`;
 
 /**
- * Ready jobs in one queue, counted up to `cap`: the scheduler's demand signal,
- * cheap every second whatever the backlog.
+ * Ready jobs a runner can claim (its queues, its job types, leases it
+ * allows: `claimable({ runners: { name: runner } }, registry.keys())`),
+ * counted up to `cap`: the scheduler's demand signal, cheap every second
+ * whatever the backlog. Jobs no runner can claim are no demand.
  */
-export async function countReady(store: Store, queue: string, cap: number): Promise<number> {
-  const { rows } = await store.db.query<{ ready: number }>(sql(store.schema, READY_COUNT), [queue, cap]);
+export async function countReady(store: Store, can: Claimable, cap: number): Promise<number> {
+  const { rows } = await store.db.query<{ ready: number }>(sql(store.schema, READY_COUNT), [
+    [...can.maxLeaseMs.keys()], [...can.maxLeaseMs.values()], can.names, cap,
+  ]);
   return rows[0]?.ready ?? 0;
 }
 

@@ -44,6 +44,8 @@ export interface WorkerOptions {
   remainingMs?: () => number;
   /** Kept back from `remainingMs` for settling and closing. */
   marginMs?: number;
+  /** The longest lease it takes, however much time remains (its config's `maxLeaseMs`); default: no limit. */
+  maxLeaseMs?: number;
   /** Exit after this long with nothing to claim and nothing running. */
   idleMs?: number;
   /** Wait between claims that found nothing. */
@@ -99,7 +101,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const prefetch = () => options.prefetch ?? gauge.size();
   const remainingMs = options.remainingMs ?? (() => Number.POSITIVE_INFINITY);
   const marginMs = options.marginMs ?? 0;
-  const maxLeaseMs = () => remainingMs() - marginMs;
+  const maxLeaseMs = () => Math.min(remainingMs() - marginMs, options.maxLeaseMs ?? Number.POSITIVE_INFINITY);
   const idleMs = options.idleMs ?? 2_000;
   const pollMs = options.pollMs ?? 200;
   const log = options.log ?? silent;
@@ -122,7 +124,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const producer = new Producer({
     store, clock, queues, runnerId,
     names: [...registry.keys()],
-    until: () => clock.now() + maxLeaseMs(),
+    until: () => clock.now() + remainingMs() - marginMs,
     onRetry: (err, tryNumber, waitMs) => log.warn("database error; retrying", { error: String(err), tryNumber, waitMs }),
   });
 

@@ -3,6 +3,7 @@ import { cancelJob, getJob, listJobs, retryDeadJobs, retryJob } from "../shared/
 import { claimJobs } from "../shared/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { completeJobs, failJobs } from "../shared/settle.ts";
+import { claimable } from "../shared/serving.ts";
 import { countReady, pruneJobs, queueStats } from "../shared/stats.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
@@ -79,8 +80,9 @@ describe.each(drivers)("operator actions and views (%s driver)", (driver) => {
     expect(stats).toMatchObject({ ready: 2, delayed: 1, running: 1, dead: 1 });
     expect(stats.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(9);
     expect(stats.oldestReadyAgeSeconds).toBeLessThan(60);
-    expect(await countReady(t, "stats", 1)).toBe(1);
-    expect(await countReady(t, "stats", 100)).toBe(2);
+    const can = claimable({ runners: { r: { queues: ["stats"], maxLeaseMs: 60_000 } } }, ["noop"]);
+    expect(await countReady(t, can, 1)).toBe(1);
+    expect(await countReady(t, can, 100)).toBe(2);
   });
 
   it("prunes finished jobs older than the retention, with their attempts", async () => {

@@ -44,7 +44,9 @@ export type AppOptions = {
   maxBodyBytes?: number;
   /**
    * The deployment's queues and lease limits (`servingRules(config)`): a job
-   * no runner could run is refused. Unchecked when absent.
+   * no runner could run is refused, and `/v1/queues` counts ready jobs no
+   * runner can claim (by these rules and `registry`) as `unserved`.
+   * Unchecked, and nothing counted unserved, when absent.
    */
   serving?: ServingRules;
 } & ({ store: Store } | { openStore: () => OpenedStore });
@@ -104,7 +106,8 @@ export function createApp(options: AppOptions) {
 
   registerJobRoutes(app, registry, waker, { serving: options.serving });
 
-  app.openapi(queuesRoute, async (c) => c.json({ queues: await queueStats(c.var.store) }, 200));
+  const can = options.serving && { names: [...registry.keys()], maxLeaseMs: options.serving };
+  app.openapi(queuesRoute, async (c) => c.json({ queues: await queueStats(c.var.store, can) }, 200));
   app.openapi(throughputRoute, async (c) => {
     const { minutes } = c.req.valid("query");
     const buckets = await throughput(c.var.store, minutes);

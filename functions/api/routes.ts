@@ -76,7 +76,7 @@ export const cancelRoute = createRoute({
 
 export const queuesRoute = createRoute({
   method: "get", path: "/v1/queues", tags: ["queues"], security,
-  summary: "Per-queue counts and the age of the oldest ready job",
+  summary: "Per-queue counts (ready, unserved, delayed, running, dead) and the age of the oldest ready job",
   responses: { 200: json(queuesSchema, "One entry per queue with pending, running or dead jobs"), 401: failures[401] },
 });
 

@@ -121,8 +121,11 @@ export const queuesSchema = z
     queues: z.array(
       z.object({
         queue: z.string(),
-        ready: z.number().int(),
-        delayed: z.number().int(),
+        ready: z.number().int().openapi({ description: "Queued and due now." }),
+        unserved: z.number().int().openapi({
+          description: "Of the ready jobs, those no runner can claim: queue not served, job type not deployed, or lease longer than the runner allows. They wait uncharged.",
+        }),
+        delayed: z.number().int().openapi({ description: "Queued for later (delayed or backing off)." }),
         running: z.number().int(),
         dead: z.number().int(),
         oldestReadyAgeSeconds: z.number(),

@@ -1,0 +1,106 @@
+/**
+ * Jobs no runner can claim (queue not served, type not deployed, lease too
+ * long): counted unserved, never demand. Real Postgres; the scheduler's pass
+ * runs in process with Lambda's Invoke replaced.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../functions/api/app.ts";
+import { generateToken } from "../functions/api/auth.ts";
+import { schedulePass } from "../functions/scheduler.ts";
+import { registry, sendWelcomeEmail } from "../jobs/index.ts";
+import { config } from "../shared/config.ts";
+import { enqueue } from "../shared/enqueue.ts";
+import { claimable, servingRules } from "../shared/serving.ts";
+import { countReady, queueStats } from "../shared/stats.ts";
+import { createTestDb, type TestDb } from "./support/db.ts";
+
+const token = generateToken();
+const welcome = { to: "ada@example.com", name: "Ada" };
+
+describe("unserved jobs", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg");
+  });
+  afterAll(() => t.drop());
+
+  /** A job as another deploy's enqueue would write it: nothing here checks it. */
+  const insert = async (name: string, queue: string, leaseMs = 30_000, delayMs = 0) => {
+    const { rows } = await t.admin.query<{ id: string }>(
+      `insert into "${t.schema}".jobs (queue, name, payload, max_attempts, lease_ms, backoff_ms, run_at)
+       values ($1, $2, '{}', 3, $3, 0, now() + $4::integer * interval '1 millisecond') returning id::text`,
+      [queue, name, leaseMs, delayMs],
+    );
+    return rows[0]!.id;
+  };
+  const clear = () => t.admin.query(`delete from "${t.schema}".jobs; delete from "${t.schema}".runners`);
+  const can = claimable(config, registry.keys());
+  const stat = async (queue: string) => (await queueStats(t, can)).find((s) => s.queue === queue);
+
+  it("describes what the configured runners can claim: every served queue with its longest lease, the deployed types", () => {
+    const two = { runners: { a: { queues: ["q", "r"], maxLeaseMs: 10_000 }, b: { queues: ["r"], maxLeaseMs: 60_000 } } };
+    const c = claimable(two, ["x", "y"]);
+    expect(c.names).toEqual(["x", "y"]);
+    expect([...c.maxLeaseMs]).toEqual([["q", 10_000], ["r", 60_000]]);
+    expect([...claimable({ runners: { a: two.runners.a } }, []).maxLeaseMs]).toEqual([["q", 10_000], ["r", 10_000]]);
+  });
+
+  it("counts as unserved a ready job of an unknown type, on an unserved queue, or with too long a lease; not a served or delayed one", async () => {
+    await clear();
+    await enqueue(t, sendWelcomeEmail, welcome);
+    await insert("from.a.newer.deploy", "default");
+    await insert("from.a.newer.deploy", "default", 30_000, 60_000); // not ready yet
+    await insert("email.welcome", "nobody-serves-this");
+    await insert("email.welcome", "default", config.runners.runner!.maxLeaseMs + 1);
+    expect(await stat("default")).toMatchObject({ ready: 3, unserved: 2, delayed: 1 });
+    expect(await stat("nobody-serves-this")).toMatchObject({ ready: 1, unserved: 1 });
+    // Told nothing of the runners, it counts nothing unserved.
+    expect((await queueStats(t)).find((s) => s.queue === "default")).toMatchObject({ ready: 3, unserved: 0 });
+  });
+
+  it("the scheduler's demand is only what a runner can claim", async () => {
+    const runner = claimable({ runners: { runner: config.runners.runner! } }, registry.keys());
+    expect(await countReady(t, runner, 100)).toBe(1);
+    expect(await countReady(t, claimable({ runners: { runner: config.runners.runner! } }, []), 100)).toBe(0);
+  });
+
+  it("starts no runner over 5 minutes of passes for jobs no runner can claim, and one for a job it can", async () => {
+    await clear();
+    await insert("from.a.newer.deploy", "default");
+    await insert("email.welcome", "nobody-serves-this");
+    await insert("email.welcome", "default", config.runners.runner!.maxLeaseMs + 1);
+    const invoked: string[] = [];
+    const invoke = async (runner: string) => void invoked.push(runner);
+    const passes = Math.ceil((5 * 60_000) / config.scheduler.pollMs);
+    for (let pass = 0; pass < passes; pass++) {
+      expect(await schedulePass(t.pool, t.schema, invoke)).toEqual({ ready: 0, invoked: 0 });
+    }
+    expect(invoked).toEqual([]);
+    await enqueue(t, sendWelcomeEmail, welcome);
+    expect(await schedulePass(t.pool, t.schema, invoke)).toEqual({ ready: 1, invoked: 1 });
+    expect(invoked).toEqual(["runner"]);
+  });
+
+  it("reports a refused Invoke as nothing invoked, and drops its reservation", async () => {
+    await clear();
+    await enqueue(t, sendWelcomeEmail, welcome);
+    const refused = async () => {
+      throw new Error("TooManyRequestsException: Rate Exceeded.");
+    };
+    expect(await schedulePass(t.pool, t.schema, refused)).toEqual({ ready: 1, invoked: 0 });
+    const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".runners`);
+    expect(rows[0]).toEqual({ n: 0 });
+  });
+
+  it("GET /v1/queues shows unserved per queue, by the deployment's rules and registry", async () => {
+    await clear();
+    await enqueue(t, sendWelcomeEmail, welcome);
+    await insert("from.a.newer.deploy", "default");
+    await insert("email.welcome", "nobody-serves-this");
+    const app = createApp({ store: t, registry, token, serving: servingRules(config) });
+    const res = await app.request("/v1/queues", { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    const { queues } = (await res.json()) as { queues: { queue: string; ready: number; unserved: number }[] };
+    expect(queues.map((q) => [q.queue, q.ready, q.unserved])).toEqual([["default", 2, 1], ["nobody-serves-this", 1, 1]]);
+  });
+});
