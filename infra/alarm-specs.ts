@@ -47,7 +47,7 @@ export function alarmSpecs(cfg: Config): AlarmSpec[] {
     {
       ...base,
       name: "DeadJobs",
-      description: "A job used all its attempts and is dead. See docs/deploy.md, 'Dead jobs'.",
+      description: "A job became dead: its last attempt failed, timed out or lost its lease, or it failed for good. See docs/deploy.md, 'Dead jobs'.",
       namespace: METRICS_NAMESPACE,
       metricName: Metric.DeadJobs,
       dimensions: metricDimensions(Metric.DeadJobs),
@@ -63,6 +63,19 @@ export function alarmSpecs(cfg: Config): AlarmSpec[] {
       dimensions: metricDimensions(Metric.StaleSettles),
       statistic: "Sum",
       threshold: cfg.alarms.staleSettlesThreshold,
+    },
+    {
+      ...base,
+      name: "UnservedJobs",
+      description:
+        `Ready jobs no runner can claim (queue not served, job type not deployed, lease too long) for ${cfg.alarms.unservedMinutes} minutes in a row. ` +
+        "See docs/deploy.md, 'Unserved jobs'.",
+      namespace: METRICS_NAMESPACE,
+      metricName: Metric.UnservedJobs,
+      dimensions: metricDimensions(Metric.UnservedJobs),
+      statistic: "Maximum",
+      threshold: 0,
+      evaluationPeriods: cfg.alarms.unservedMinutes,
     },
   ];
   for (const queue of configuredQueues(cfg)) {

@@ -1,6 +1,6 @@
 /**
  * One CloudWatch dashboard: queue depth and age, throughput, failures, dead
- * jobs, and runner concurrency. Metric names and dimensions come from
+ * jobs, unserved jobs, and runner concurrency. Metric names and dimensions come from
  * shared/metrics-names.ts, the same constants the functions publish with.
  */
 import { config } from "../shared/config.ts";
@@ -55,6 +55,10 @@ const widgets = [
     leasehold(Metric.DeadJobs, "Sum"),
     ...perQueue(Metric.JobsDead, "Sum"),
     leasehold(Metric.RescuedJobs, "Sum"),
+  ]),
+  widget("Unserved jobs (ready, no runner can claim them)", [
+    leasehold(Metric.UnservedJobs, "Maximum"),
+    ...perQueue(Metric.JobsUnserved, "Maximum"),
   ]),
   widget("Runner concurrency", [...perRunner("ConcurrentExecutions", "Maximum"), ...perRunner("Throttles", "Sum")]),
 ];

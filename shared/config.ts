@@ -80,6 +80,11 @@ export const configSchema = z
         oldestReadyAgeSeconds: z.number().int().positive().default(300),
         deadJobsThreshold: z.number().int().min(0).default(0),
         staleSettlesThreshold: z.number().int().min(0).default(0),
+        /**
+         * Minutes in a row with a ready job no runner can claim before the
+         * UnservedJobs alarm fires (a deploy's own skew passes within it).
+         */
+        unservedMinutes: z.number().int().min(1).max(1_440).default(5),
       })
       .prefault({}),
     /** Finished jobs older than this are pruned by the rescuer. */

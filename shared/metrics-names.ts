@@ -14,11 +14,14 @@
  *   POWERTOOLS_METRICS_NAMESPACE on every function from these constants.
  * - Whole-service counters carry `service` only, no `queue`:
  *   DeadJobs (published by whichever function ended a job dead, and by the
- *   rescuer every run, 0 included), RescuedJobs (the rescuer) and StaleSettles
- *   (fencing refusals: a runner that lost its lease tried to settle). The
- *   alarms on DeadJobs and StaleSettles use `{ service }` exactly.
- * - Per-queue gauges carry `service` and `queue`: ReadyJobs and
- *   OldestReadyAgeSeconds, published once per queue per run. The
+ *   rescuer every run, 0 included), RescuedJobs (the rescuer), StaleSettles
+ *   (fencing refusals: a runner that lost its lease tried to settle) and
+ *   UnservedJobs (the rescuer, every run: ready jobs no runner can claim, on
+ *   every queue, configured or not). The alarms on DeadJobs, StaleSettles and
+ *   UnservedJobs use `{ service }` exactly.
+ * - Per-queue gauges carry `service` and `queue`: ReadyJobs,
+ *   OldestReadyAgeSeconds and JobsUnserved, published by the rescuer once per
+ *   queue per run (every configured queue, and any other with jobs). The
  *   oldest-ready-age alarm exists once per configured queue.
  * - Per-queue outcome counters carry `service` and `queue`: JobsSucceeded,
  *   JobsFailed, JobsTimedOut (published by the runner), JobsDead (with each
@@ -55,6 +58,13 @@ export const Metric = {
   JobsTimedOut: "JobsTimedOut",
   /** Settles refused because the lease token no longer matched. Unit: Count. */
   StaleSettles: "StaleSettles",
+  /**
+   * Ready jobs no runner can claim (queue not served, type unknown to the
+   * deployed runners, lease too long), all queues together. Unit: Count.
+   */
+  UnservedJobs: "UnservedJobs",
+  /** The same, per queue (not alarmed: for the dashboard). Unit: Count. */
+  JobsUnserved: "JobsUnserved",
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
 
@@ -70,6 +80,8 @@ export const METRIC_DIMENSIONS: Record<MetricName, readonly DimensionName[]> = {
   DeadJobs: [Dimension.Service],
   RescuedJobs: [Dimension.Service],
   StaleSettles: [Dimension.Service],
+  UnservedJobs: [Dimension.Service],
+  JobsUnserved: [Dimension.Service, Dimension.Queue],
   ReadyJobs: [Dimension.Service, Dimension.Queue],
   OldestReadyAgeSeconds: [Dimension.Service, Dimension.Queue],
   JobsSucceeded: [Dimension.Service, Dimension.Queue],

@@ -100,7 +100,7 @@ describe("the functions, run for real by the local Lambda runtime", () => {
     const docs = s.logs
       .filter((l) => l.fn === "rescuer" && l.line.includes('"_aws"'))
       .map((l) => JSON.parse(l.line) as { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] } } & Record<string, unknown>);
-    for (const name of ["DeadJobs", "OldestReadyAgeSeconds"]) {
+    for (const name of ["DeadJobs", "OldestReadyAgeSeconds", "UnservedJobs"]) {
       const alarm = alarmSpecs(s.config).find((a) => a.metricName === name)!;
       const doc = docs.find((d) => d._aws.CloudWatchMetrics[0]!.Metrics.some((m) => m.Name === name) &&
         Object.entries(alarm.dimensions).every(([k, v]) => d[k] === v))!;

@@ -164,6 +164,20 @@ describe("alarm specs", () => {
     });
   });
 
+  it("alarm on unserved jobs, all queues together (configured or not), once they stay for the configured minutes", () => {
+    expect(byName.get("UnservedJobs")).toMatchObject({
+      namespace: METRICS_NAMESPACE,
+      metricName: Metric.UnservedJobs,
+      dimensions: { service: SERVICE_NAME },
+      statistic: "Maximum",
+      comparison: "GreaterThanThreshold",
+      threshold: 0,
+      period: 60,
+      evaluationPeriods: config.alarms.unservedMinutes,
+    });
+    expect(alarmSpecs(defineConfig({ alarms: { unservedMinutes: 15 } })).find((s) => s.name === "UnservedJobs")!.evaluationPeriods).toBe(15);
+  });
+
   it("alarm per queue on the oldest ready job's age", () => {
     const ages = specs.filter((s) => s.metricName === Metric.OldestReadyAgeSeconds);
     expect(ages.map((s) => s.dimensions[Dimension.Queue]).sort()).toEqual(configuredQueues(config).sort());
