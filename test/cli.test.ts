@@ -11,8 +11,11 @@ import { enqueue } from "../shared/enqueue.ts";
 import { failJobs } from "../shared/settle.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
+import { sendWelcomeEmail } from "../jobs/index.ts";
 
 const BIN = fileURLToPath(new URL("../cli/bin.mjs", import.meta.url));
+const JOBS = fileURLToPath(new URL("../jobs/index.ts", import.meta.url));
+const NOOP = fileURLToPath(new URL("./support/jobs.ts", import.meta.url));
 
 interface Run {
   code: number | null;
@@ -249,9 +252,28 @@ export const registry = createRegistry([defineJob({ name: "ping", schema: z.obje
     await enqueue(t, noop, { n: 2 }, { queue: "stats", delayMs: 60_000 });
     const [human, json] = await Promise.all([cli(["stats"], { cwd: "/" }), cli(["stats", "--json"])]);
     expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(/^QUEUE\s+READY\s+DELAYED\s+RUNNING\s+DEAD\s+OLDEST READY$/m);
-    expect(human.stdout).toMatch(/^stats\s+1\s+1\s+0\s+1\s+\d+s$/m);
-    expect(json.json.queues).toContainEqual(expect.objectContaining({ queue: "stats", ready: 1, delayed: 1, running: 0, dead: 1 }));
+    expect(human.stdout).toMatch(/^QUEUE\s+READY\s+UNSERVED\s+DELAYED\s+RUNNING\s+DEAD\s+OLDEST READY$/m);
+    // No runner in shared/config.ts serves "stats", and jobs/index.ts has no "noop": its ready job is unserved.
+    expect(human.stdout).toMatch(/^stats\s+1\s+1\s+1\s+0\s+1\s+\d+s$/m);
+    expect(json.json.queues).toContainEqual(expect.objectContaining({ queue: "stats", ready: 1, unserved: 1, delayed: 1, running: 0, dead: 1 }));
+  });
+
+  it("counts unserved only the ready jobs no runner can claim, by --jobs and the config", async () => {
+    await enqueue(t, sendWelcomeEmail, { to: "ada@example.com", name: "Ada" }, { queue: "cli-served" });
+    await enqueue(t, noop, { n: 3 }, { queue: "cli-served" });
+    const served = { LEASEHOLD_CONFIG: JSON.stringify({ runners: { runner: { queues: ["cli-served"] } } }) };
+    const queue = async (args: string[], env: Record<string, string> = served) =>
+      (await cli(["stats", "--json", ...args], { env })).json.queues.find((q: { queue: string }) => q.queue === "cli-served");
+    // Served, but jobs/index.ts has no "noop".
+    expect(await queue([])).toMatchObject({ ready: 2, unserved: 1 });
+    // A module that knows "noop" too: nothing is unserved.
+    writeFileSync(join(tmp, "with-noop.ts"), `import { registry as app } from ${JSON.stringify(JOBS)};
+import { noop } from ${JSON.stringify(NOOP)};
+export const registry = new Map([...app, ["noop", noop]]);
+`);
+    expect(await queue(["--jobs", "with-noop.ts"])).toMatchObject({ ready: 2, unserved: 0 });
+    // The deployment's own config serves no "cli-served": all of it is unserved.
+    expect(await queue(["--jobs", "with-noop.ts"], {})).toMatchObject({ ready: 2, unserved: 2 });
   });
 
   it("prunes finished jobs older than the retention, with progress on stderr", async () => {

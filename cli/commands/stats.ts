@@ -1,3 +1,5 @@
+import { config } from "../../shared/config.ts";
+import { claimable } from "../../shared/serving.ts";
 import { queueStats } from "../../shared/stats.ts";
 import { expectPositionals } from "../args.ts";
 import type { Command } from "../command.ts";
@@ -5,22 +7,25 @@ import { age, table } from "../format.ts";
 
 export const statsCommand: Command = {
   name: "stats",
-  summary: "Per queue: ready, delayed, running and dead jobs, and the oldest ready age",
+  summary: "Per queue: ready, unserved, delayed, running and dead jobs, and the oldest ready age",
   help: `leasehold stats
 
 One line per queue with jobs pending, running or dead: ready (due now),
-delayed (due later, or backing off), running, dead, and how long the oldest
-ready job has waited.`,
+unserved (ready jobs no runner can claim: their queue is not served by a
+runner in shared/config.ts, their type is not in --jobs, or their lease is
+longer than the runner serving the queue allows), delayed (due later, or
+backing off), running, dead, and how long the oldest ready job has waited.`,
   options: {},
   async run(ctx, positionals) {
     expectPositionals(positionals, []);
-    const queues = await queueStats(ctx.store());
+    const queues = await queueStats(ctx.store(), claimable(config, (await ctx.registry()).keys()));
     ctx.output({ queues }, () =>
       queues.length === 0
         ? "no jobs pending, running or dead"
         : table(queues, [
             { header: "QUEUE", value: (q) => q.queue },
             { header: "READY", value: (q) => String(q.ready), align: "right" },
+            { header: "UNSERVED", value: (q) => String(q.unserved), align: "right" },
             { header: "DELAYED", value: (q) => String(q.delayed), align: "right" },
             { header: "RUNNING", value: (q) => String(q.running), align: "right" },
             { header: "DEAD", value: (q) => String(q.dead), align: "right" },

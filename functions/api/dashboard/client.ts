@@ -197,10 +197,12 @@ export const DASHBOARD_JS = String.raw`"use strict";
     if (queues.length === 0) return h("p", { class: "empty" }, "No queued, running or dead jobs.");
     const num = (n, cls) => h("td", { class: "num" + (n > 0 && cls ? " " + cls : "") }, n);
     return h("table", { class: "queues" },
-      h("thead", {}, h("tr", {}, h("th", {}, "Queue"), h("th", { class: "num" }, "Ready"), h("th", { class: "num" }, "Delayed"),
+      h("thead", {}, h("tr", {}, h("th", {}, "Queue"), h("th", { class: "num" }, "Ready"),
+        h("th", { class: "num", title: "ready jobs no runner can claim: queue not served, job type not deployed, or lease too long" }, "Unserved"),
+        h("th", { class: "num" }, "Delayed"),
         h("th", { class: "num" }, "Running"), h("th", { class: "num" }, "Dead"), h("th", { class: "num" }, "Oldest ready"))),
       h("tbody", {}, queues.map((q) => h("tr", { "data-queue": q.queue },
-        h("th", { scope: "row" }, q.queue), num(q.ready), num(q.delayed), num(q.running, "running"), num(q.dead, "dead"),
+        h("th", { scope: "row" }, q.queue), num(q.ready), num(q.unserved, "unserved"), num(q.delayed), num(q.running, "running"), num(q.dead, "dead"),
         h("td", { class: "num" }, age(q.oldestReadyAgeSeconds))))));
   }
 

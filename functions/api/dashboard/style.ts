@@ -27,6 +27,7 @@ tbody th { font-weight: 600; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num.dead { color: var(--fail); font-weight: 600; }
 td.num.running { color: var(--running); font-weight: 600; }
+td.num.unserved { color: var(--fail); font-weight: 600; }
 .when { white-space: nowrap; color: var(--muted); font-size: 12px; }
 .muted, .empty { color: var(--muted); }
 .empty { margin: 4px 0; }
