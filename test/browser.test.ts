@@ -50,6 +50,8 @@ const quick = defineJob({
 });
 const later = defineJob({ name: "report.weekly", schema: z.object({}), queue: "reports", handler: () => {} });
 const registry = createRegistry([flaky, quick, later]);
+// A type this deployment does not have (a newer deploy's): unserved on "reports".
+const newer = defineJob({ name: "report.monthly", schema: z.object({}), queue: "reports", handler: () => {} });
 const payload = { orderId: "A-17", note: "<img src=x onerror=alert(1)> & friends" };
 
 describe("the dashboard in Chromium", () => {
@@ -71,7 +73,7 @@ describe("the dashboard in Chromium", () => {
     }
     mkdirSync(ARTIFACTS, { recursive: true });
     t = await createTestDb("pg");
-    const app = createApp({ store: t, registry, token });
+    const app = createApp({ store: t, registry, token, serving: new Map([[QUEUE, 60_000], ["reports", 60_000]]) });
     const address = await new Promise<AddressInfo>((resolve) => {
       server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, resolve);
     });
@@ -83,6 +85,7 @@ describe("the dashboard in Chromium", () => {
     await work("runner-e2e-1");
     for (let n = 0; n < 2; n++) await enqueue(t, later, {}, { delayMs: 600_000 });
     await enqueue(t, later, {}, { runAt: new Date(Date.now() - 90_000) });
+    await enqueue(t, newer, {});
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -112,12 +115,15 @@ describe("the dashboard in Chromium", () => {
     expect(await page.evaluate(() => sessionStorage.getItem("leasehold.token"))).toBe(token);
   });
 
-  it("shows the queues, the throughput chart, and the dead job with its attempt", async () => {
+  it("shows the queues (with their unserved jobs), the throughput chart, and the dead job with its attempt", async () => {
     const cells = async (queue: string) => page.locator(`#queues tr[data-queue="${queue}"] > *`).allTextContents();
-    expect(await cells(QUEUE)).toEqual([QUEUE, "0", "0", "0", "1", "—"]);
+    expect(await page.locator("#queues thead th").allTextContents()).toEqual(
+      ["Queue", "Ready", "Unserved", "Delayed", "Running", "Dead", "Oldest ready"]);
+    expect(await cells(QUEUE)).toEqual([QUEUE, "0", "0", "0", "0", "1", "—"]);
     const reports = await cells("reports");
-    expect(reports.slice(0, 5)).toEqual(["reports", "1", "2", "0", "0"]);
-    expect(reports[5]).toMatch(/^1m \d+s$/);
+    expect(reports.slice(0, 6)).toEqual(["reports", "2", "1", "2", "0", "0"]);
+    expect(reports[6]).toMatch(/^1m \d+s$/);
+    expect(await page.locator('#queues tr[data-queue="reports"] td.unserved').textContent()).toBe("1");
 
     // 13 first attempts, 3 of them failed and retried: 15 attempts ended, 4 failed.
     await page.locator('#chart li[data-series="succeeded"] strong', { hasText: /^12$/ }).waitFor();
@@ -160,8 +166,9 @@ describe("the dashboard in Chromium", () => {
     expect(await page.locator("#job img").count()).toBe(0);
     expect(await page.locator("#job .job-head .badge").textContent()).toBe("succeeded");
     const rows = await history.evaluateAll((trs) => trs.map((tr) => Array.from(tr.children, (td) => td.textContent)));
-    expect(rows.map((r) => [r[0], r[1], r[4]])).toEqual([["1", "runner-e2e-1", "failed"], ["1", "runner-e2e-2", "succeeded"]]);
-    expect(rows[0]![5]).toContain("upstream said <b>no</b>");
+    // Columns: #, Gen, Runner, Claimed, Took, Outcome, Error. The retry is generation 2, attempt 2.
+    expect(rows.map((r) => [r[0], r[1], r[2], r[5]])).toEqual([["1", "1", "runner-e2e-1", "failed"], ["2", "2", "runner-e2e-2", "succeeded"]]);
+    expect(rows[0]![6]).toContain("upstream said <b>no</b>");
     await page.screenshot({ path: `${ARTIFACTS}job-page.png`, fullPage: true });
 
     await page.goBack();
