@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { blocker, hog, quick, stubborn } from "./fixtures/e2e-jobs.ts";
-import { startStack, until, type Stack } from "./support/stack.ts";
+import { emfDocs, startStack, until, type Stack } from "./support/stack.ts";
 import { alarmSpecs } from "../infra/alarm-specs.ts";
 import { IDLE_PASSES } from "../functions/scheduler.ts";
 
@@ -9,11 +9,7 @@ const WAKE = { source: "leasehold.wake" };
 
 /** The EMF metric values a function printed, by metric name. */
 function emfValues(stack: Stack, fn: string, metric: string): number[] {
-  return stack.logs
-    .filter((l) => l.fn === fn && l.line.includes('"_aws"'))
-    .map((l) => JSON.parse(l.line) as Record<string, unknown>)
-    .filter((doc) => metric in doc)
-    .map((doc) => doc[metric] as number);
+  return emfDocs(stack, metric, fn).map((doc) => doc[metric] as number);
 }
 
 describe("the functions, run for real by the local Lambda runtime", () => {

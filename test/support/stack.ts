@@ -23,12 +23,14 @@ export interface Stack {
 
 /**
  * The functions running for real: the local Lambda runtime hosting the
- * runner(s), scheduler and rescuer as child processes, on a fresh schema,
+ * runner(s), scheduler and rescuer as child processes, on a fresh schema (or
+ * on `db`, as the next deploy of the same database: `close` leaves it),
  * reaching Postgres through the real Neon driver and the WebSocket relay.
+ * `jobs` is the module of the job types the functions are deployed with.
  */
-export async function startStack(input: z.input<typeof configSchema>, options: { jobs?: string } = {}): Promise<Stack> {
+export async function startStack(input: z.input<typeof configSchema>, options: { jobs?: string; db?: TestDb } = {}): Promise<Stack> {
   const config = defineConfig(input);
-  const t = await createTestDb("pg");
+  const t = options.db ?? (await createTestDb("pg"));
   const logs: Stack["logs"] = [];
   const runtime = await startLambdaRuntime({
     functions: functionSpecs(config).filter((f) => f.name !== "api" && f.name !== "migrate"),
@@ -60,7 +62,7 @@ export async function startStack(input: z.input<typeof configSchema>, options: {
     async close() {
       lambda.destroy();
       await runtime.close();
-      await t.drop();
+      if (!options.db) await t.drop();
     },
   };
 }
@@ -74,4 +76,20 @@ export async function until<T>(check: () => Promise<T>, timeoutMs: number, what:
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The EMF documents the functions (or the one named `fn`) printed that carry `metric`. */
+export function emfDocs(stack: Stack, metric: string, fn?: string): Record<string, unknown>[] {
+  return stack.logs
+    .filter((l) => (fn === undefined || l.fn === fn) && l.line.includes('"_aws"'))
+    .map((l) => JSON.parse(l.line) as Record<string, unknown>)
+    .filter((doc) => metric in doc);
+}
+
+/** The functions' structured log lines whose message is `message`. */
+export function logLines(stack: Stack, message: string): Record<string, unknown>[] {
+  return stack.logs
+    .filter((l) => l.line.startsWith("{") && l.line.includes(JSON.stringify(message)))
+    .map((l) => JSON.parse(l.line) as Record<string, unknown>)
+    .filter((doc) => doc.message === message);
 }
