@@ -17,13 +17,15 @@ export default $config({
   async run() {
     await import("./infra/secrets.ts");
     await import("./infra/migrate.ts");
-    const { api, rescuer } = await import("./infra/functions.ts");
+    const { api, rescuer, runners } = await import("./infra/functions.ts");
     await import("./infra/crons.ts");
     const { alarmTopic } = await import("./infra/alarms.ts");
     const { dashboard } = await import("./infra/dashboard.ts");
     return {
       api: api.url,
       rescuerLogGroup: $interpolate`/aws/lambda/${rescuer.name}`,
+      // Where "job dead" lines are written: every runner, and the rescuer.
+      deathLogGroups: [...Object.values(runners), rescuer].map((fn) => $interpolate`/aws/lambda/${fn.name}`),
       alarmTopic: alarmTopic.arn,
       dashboard: dashboard.dashboardName,
     };

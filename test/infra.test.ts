@@ -360,6 +360,7 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     expect(api.args.link.map((l: { name: string }) => l.name)).toContain("ApiToken");
     expect(outputs.api).toBe("https://Api.example");
     expect(outputs.rescuerLogGroup).toBe("/aws/lambda/fn-Rescuer");
+    expect(outputs.deathLogGroups).toEqual([...Object.keys(config.runners).map((n) => `/aws/lambda/fn-${pascal(n)}`), "/aws/lambda/fn-Rescuer"]);
   });
 
   it("crons trigger the scheduler and rescuer on the configured schedules", () => {
