@@ -2,7 +2,7 @@
 export { defineJob, createRegistry } from "./job.ts";
 export type { JobType, JobContext, JobStatus, AttemptOutcome, EnqueueOptions, EnqueuedJob, Registry } from "./job.ts";
 export { enqueue, enqueueJobs, job, type JobSpec, type EnqueueLimits } from "./enqueue.ts";
-export { servingRules, type ServingRules } from "./serving.ts";
+export { claimable, servingRules, type Claimable, type ServingRules } from "./serving.ts";
 export { claimJobs, type ClaimedJob } from "./claim.ts";
 export { completeJobs, failJobs, releaseJobs, extendLease, settleJobs } from "./settle.ts";
 export { rescueExpiredLeases, type RescueResult } from "./rescue.ts";
