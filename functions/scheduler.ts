@@ -16,8 +16,8 @@ import { registry } from "./registry.ts";
  * runners already live) every `pollMs` until its time is nearly up, and fans
  * out runner invocations (`InvocationType: "Event"`) for the demand live
  * runners will not absorb (only jobs a runner can claim: its queues, the job
- * types it was deployed with, leases it allows), within each runner's maximum concurrency and the
- * database connection budget. An enqueue can wake it (`{ source:
+ * types it was deployed with, leases it allows), within each runner's
+ * maximum concurrency and the database connection budget. An enqueue can wake it (`{ source:
  * "leasehold.wake" }`): it then makes one pass and returns.
  *
  * Nothing runs while the queue is empty: after `IDLE_PASSES` passes in a row

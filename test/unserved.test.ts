@@ -10,9 +10,12 @@ import { schedulePass } from "../functions/scheduler.ts";
 import { registry, sendWelcomeEmail } from "../jobs/index.ts";
 import { config } from "../shared/config.ts";
 import { enqueue } from "../shared/enqueue.ts";
+import { createRegistry } from "../shared/job.ts";
+import { runWorker } from "../shared/worker.ts";
 import { claimable, servingRules } from "../shared/serving.ts";
 import { countReady, queueStats } from "../shared/stats.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
+import { noop } from "./support/jobs.ts";
 
 const token = generateToken();
 const welcome = { to: "ada@example.com", name: "Ada" };
@@ -62,6 +65,19 @@ describe("unserved jobs", () => {
     const runner = claimable({ runners: { runner: config.runners.runner! } }, registry.keys());
     expect(await countReady(t, runner, 100)).toBe(1);
     expect(await countReady(t, claimable({ runners: { runner: config.runners.runner! } }, []), 100)).toBe(0);
+  });
+
+  it("a runner leaves a job whose lease is longer than its maxLeaseMs, however much time it has left", async () => {
+    await clear();
+    const long = await insert("noop", "leases", 10_000);
+    await insert("noop", "leases", 1_000);
+    const summary = await runWorker({
+      store: t, registry: createRegistry([noop]), queues: ["leases"], runnerId: "r", slots: 2,
+      remainingMs: () => 600_000, maxLeaseMs: 5_000, idleMs: 50, pollMs: 10,
+    });
+    expect(summary.claimed).toBe(1);
+    const { rows } = await t.admin.query(`select status::text, attempts from "${t.schema}".jobs where id = $1`, [long]);
+    expect(rows[0]).toEqual({ status: "queued", attempts: 0 });
   });
 
   it("starts no runner over 5 minutes of passes for jobs no runner can claim, and one for a job it can", async () => {
