@@ -13,14 +13,18 @@ import { runWorkflow } from "../bench/scenarios/workflow.ts";
  */
 const env = (): ScenarioEnv => ({ databaseUrl: inject("databaseUrl"), wsRelay: inject("wsRelay") });
 
-/** Quick clocks, and runners small enough to start fast on a CI box. */
+/**
+ * Quick clocks, and runners small enough to start fast on a CI box. Their
+ * leases cover the job types' default 30 s, which a workflow's follow-up
+ * steps keep: a smaller maxLeaseMs would leave those steps unserved.
+ */
 const profile: Profile = {
   ...QUICK,
   config: {
     ...QUICK.config,
     runners: {
-      runner: { queues: ["default"], slots: 10, memoryMb: 256, timeoutSeconds: 60, maxLeaseMs: 10_000, maxConcurrency: 3 },
-      "runner-cpu": { queues: ["cpu"], slots: 1, memoryMb: 256, timeoutSeconds: 60, maxLeaseMs: 10_000, maxConcurrency: 2 },
+      runner: { queues: ["default"], slots: 10, memoryMb: 256, timeoutSeconds: 60, maxLeaseMs: 30_000, maxConcurrency: 3 },
+      "runner-cpu": { queues: ["cpu"], slots: 1, memoryMb: 256, timeoutSeconds: 60, maxLeaseMs: 30_000, maxConcurrency: 2 },
     },
   },
 };
