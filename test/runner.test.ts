@@ -99,16 +99,21 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
 
   it("waits for its handlers and writes their outcomes when time runs out mid-run", async () => {
     const queue = `inflight-${driver}`;
+    let started = 0;
     let ended = 0;
-    const slow = defineJob({ name: `inflight-${driver}`, schema: z.object({}), queue, leaseMs: 3_000, handler: async () => { await sleep(300); ended++; } });
+    const slow = defineJob({
+      name: `inflight-${driver}`, schema: z.object({}), queue, leaseMs: 5_000,
+      handler: async () => { started++; await sleep(300); ended++; },
+    });
     await enqueueJobs(t, Array.from({ length: 6 }, () => job(slow, {})));
-    const deadline = Date.now() + 150;
+    // Time runs out as soon as the first handlers are under way.
     const summary = await runWorker({
       store: t, registry: createRegistry([slow]), queues: [queue], runnerId: "w", slots: 3, prefetch: 3,
-      remainingMs: () => (Date.now() < deadline ? 10_000 : 0), idleMs: 1_000, pollMs: 20,
+      remainingMs: () => (started === 0 ? 10_000 : 0), idleMs: 1_000, pollMs: 20,
     });
     expect(summary.exit).toBe("time");
-    expect(ended).toBe(3);
+    expect(ended).toBe(started);
+    expect(started).toBe(3);
     expect(summary).toMatchObject({ claimed: 6, succeeded: 3, released: 3, stale: 0 });
     // Nothing is left running: what ran is written, what never started is back, uncharged.
     expect((await rows(queue)).map((r) => [r.status, r.attempts]).sort()).toEqual([
@@ -157,7 +162,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     let running = 0;
     let besideSuspect = 0;
     const work = defineJob({
-      name: `suspect-fail-${driver}`, schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 150, backoffMs: 0, maxAttempts: 3,
+      name: `suspect-fail-${driver}`, schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 600, backoffMs: 0, maxAttempts: 3,
       handler: async ({ suspect }) => {
         running++;
         await sleep(40);
@@ -170,7 +175,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     for (const runner of ["dead-1", "dead-2"]) {
       const claimed = await claimJobs(t, { queue, runnerId: runner, limit: 1, maxLeaseMs: 60_000, });
       await settleJobs(t, { started: claimed });
-      await sleep(170);
+      await sleep(650);
       await rescueExpiredLeases(t);
     }
     await enqueueJobs(t, Array.from({ length: 6 }, () => job(work, { suspect: false })));
@@ -222,7 +227,7 @@ describe("runners that leave suspects to others, and runners that run only suspe
     let peak = 0;
     const ran: boolean[] = [];
     const work = defineJob({
-      name: "suspects-only", schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 150, backoffMs: 0, maxAttempts: 2,
+      name: "suspects-only", schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 600, backoffMs: 0, maxAttempts: 2,
       handler: async ({ suspect }) => {
         peak = Math.max(peak, ++running);
         ran.push(suspect);
@@ -234,7 +239,7 @@ describe("runners that leave suspects to others, and runners that run only suspe
     // Their runner dies holding them after their handlers started: each is now a suspect.
     const held = await claimJobs(t, { queue, runnerId: "died", limit: 3, maxLeaseMs: 60_000 });
     await settleJobs(t, { started: held });
-    await sleep(170);
+    await sleep(650);
     expect((await rescueExpiredLeases(t)).rescued).toBe(3);
     await enqueueJobs(t, Array.from({ length: 5 }, () => job(work, { suspect: false })));
     const registry = createRegistry([work]);

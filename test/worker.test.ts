@@ -174,7 +174,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     let running = 0;
     let besideSuspect = -1;
     const work = defineJob({
-      name: "iso-work", schema: z.object({ suspect: z.boolean() }), queue: "iso", leaseMs: 150, backoffMs: 0, maxAttempts: 2,
+      name: "iso-work", schema: z.object({ suspect: z.boolean() }), queue: "iso", leaseMs: 600, backoffMs: 0, maxAttempts: 2,
       handler: async ({ suspect }) => {
         running++;
         if (suspect) besideSuspect = running - 1;
@@ -188,7 +188,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     // rescuer marks it a suspect.
     const [held] = await claimJobs(t, { queue: "iso", runnerId: "dead-runner", limit: 1, maxLeaseMs: 60_000 });
     await settleJobs(t, { started: [held!] });
-    await sleep(200);
+    await sleep(650);
     expect((await rescueExpiredLeases(t)).rescued).toBe(1);
     await enqueueJobs(t, Array.from({ length: 8 }, () => job(work, { suspect: false })));
     const summary = await runWorker({ store: t, registry: createRegistry([work]), queues: ["iso"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 20 });
