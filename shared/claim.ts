@@ -1,3 +1,4 @@
+import { CLAIM_FAIR, CLAIM_PLAIN, CLAIM_SUSPECTS } from "./claim-sql.ts";
 import { sql, type Store } from "./db.ts";
 
 /** A job as a runner holds it: enough to run it and to settle it. */
@@ -32,50 +33,52 @@ export interface ClaimArgs {
   suspects?: boolean;
   /** Only jobs of these types (the ones the runner knows); all types when absent. */
   names?: readonly string[];
+  /**
+   * Share the claim between the queue's groups (default), or take jobs in
+   * priority order whatever their group (a queue that opts out).
+   */
+  fair?: boolean;
 }
 
-const claimSql = (which: "not suspect" | "suspect") => `
-with picked as (
-  select id from leasehold.jobs
-  where status = 'queued' and queue = $1::text and run_at <= now() and lease_ms <= $3::integer and ${which}
-    and ($5::text[] is null or name = any($5::text[]))
-  order by priority desc, run_at, id
-  limit $2::integer
-  for update skip locked
-)
-update leasehold.jobs j
-set status = 'running',
-    attempts = j.attempts + 1,
-    runs = j.runs + 1,
-    handler_started = false,
-    lease_token = gen_random_uuid(),
-    lease_expires_at = now() + j.lease_ms * interval '1 millisecond',
-    runner_id = $4::text,
-    started_at = now()
-from picked
-where j.id = picked.id
-returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.runs, j.start_first, j.max_attempts, j.lease_ms, j.backoff_ms,
-  j.lease_token::text`;
-
-const CLAIM_JOBS = claimSql("not suspect");
-const CLAIM_SUSPECTS = claimSql("suspect");
+/**
+ * Per queue, what the previous fair claim saw: the last group it reached (the
+ * next starts after it, so a queue with more groups than a claim visits
+ * serves them all in turn) and how many groups it found (each group's share
+ * of the next claim is the limit over that count). Hints only: any value is
+ * correct; a wrong count only locks more rows, or fewer, than needed.
+ */
+const lastSeen = new Map<string, { group: string; groups: number }>();
 
 /**
  * Claims up to `limit` ready jobs of one queue in one statement: each gets its
- * attempt counted (invariant 1), a fresh lease token (invariant 4), a lease
- * expiry and the runner id. `SKIP LOCKED` keeps concurrent claimers apart
- * (invariant 2); a job held under a lease is `running` and never matches.
+ * attempt and run counted (invariant 1), a fresh lease token (invariant 4), a
+ * lease expiry and the runner id. `SKIP LOCKED` keeps concurrent claimers
+ * apart (invariant 2); a job held under a lease is `running` and never
+ * matches. A fair claim shares the jobs between the groups with ready jobs,
+ * in turn, priority ordering each group; every claim admits a job with a
+ * concurrency key only while its key has a free slot (shared/claim-sql.ts).
  * The attempt row is written when the attempt ends (settle or rescue); the
  * handler's start is recorded by the runner (`handler_started`), so that a
- * death charges only jobs that had started.
- * Suspects are claimed apart (`suspects: true`), to be run alone.
+ * death charges only jobs that had started. Suspects are claimed apart
+ * (`suspects: true`), in priority order, to be run alone.
+ * Returns the jobs in the order to start them.
  */
 export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJob[]> {
-  if (args.limit <= 0 || args.maxLeaseMs <= 0) return [];
-  const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, args.suspects ? CLAIM_SUSPECTS : CLAIM_JOBS), [
-    args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId, args.names ?? null,
-  ]);
-  return rows.map(toClaimed);
+  if (args.limit <= 0 || args.maxLeaseMs <= 0 || args.names?.length === 0) return [];
+  const fair = !args.suspects && args.fair !== false;
+  const text = args.suspects ? CLAIM_SUSPECTS : fair ? CLAIM_FAIR : CLAIM_PLAIN;
+  const seenKey = `${store.schema}\u0000${args.queue}`;
+  const seen = lastSeen.get(seenKey) ?? { group: "", groups: 1 };
+  const { rows } = await store.db.query<ClaimedRow & { ord: string; last_group: string | null; group_count: string }>(
+    sql(store.schema, text),
+    [
+      args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId, args.names ?? null,
+      fair ? seen.group : null, fair ? Math.ceil(args.limit / Math.max(1, seen.groups)) : null,
+    ],
+  );
+  const last = rows[0];
+  if (fair && last?.last_group != null) lastSeen.set(seenKey, { group: last.last_group, groups: Number(last.group_count) });
+  return rows.sort((a, b) => Number(a.ord) - Number(b.ord)).map(toClaimed);
 }
 
 /** A claimed job as the database returns it. */

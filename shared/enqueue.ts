@@ -22,11 +22,13 @@ export function job<S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, 
 /** Rows are inserted in the order given (`i`): a deduplicated batch relies on it to take its keys in order. */
 const COLUMNS = `
 insert into leasehold.jobs
-  (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key)
-select q, n, p::jsonb, pr, coalesce(to_timestamp(ra / 1000), now() + d * interval '1 millisecond'), ma, lm, bm, g, dk
+  (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key,
+   fair_group, concurrency_key, concurrency_limit)
+select q, n, p::jsonb, pr, coalesce(to_timestamp(ra / 1000), now() + d * interval '1 millisecond'), ma, lm, bm, g, dk, fg, ck, cl
 from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::float8[], $6::float8[],
-            $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[]) with ordinality
-  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk, i)
+            $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[],
+            $12::text[], $13::text[], $14::integer[]) with ordinality
+  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk, fg, ck, cl, i)
 order by i`;
 
 /** Without dedupe keys there can be no conflict, and no speculative insertion to pay for. */
@@ -56,6 +58,7 @@ const columns = (rows: readonly Row[]) => {
   return [
     column("queue"), column("name"), column("payload"), column("priority"), column("runAtMs"), column("delayMs"),
     column("maxAttempts"), column("leaseMs"), column("backoffMs"), column("group"), column("dedupeKey"),
+    column("fairGroup"), column("concurrencyKey"), column("concurrencyLimit"),
   ];
 };
 
@@ -141,9 +144,9 @@ export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[], 
 
 const INSERT_CLAIMED = `
 insert into leasehold.jobs
-  (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key,
+  (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key, fair_group,
    status, attempts, runs, lease_token, lease_expires_at, runner_id, started_at)
-values ($1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text,
+values ($1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text,
    'running', 1, 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now())
 returning id::text, queue, name, payload, attempts, runs, start_first, max_attempts, lease_ms, backoff_ms, lease_token::text`;
 
@@ -151,18 +154,21 @@ returning id::text, queue, name, payload, attempts, runs, start_first, max_attem
  * Enqueues one job already claimed by `runnerId`: the insert is the claim
  * (attempt 1 counted, a fresh lease token, the lease expiry, the runner id),
  * so a runner can start a follow-up job without a claim round trip. Only for
- * a job to run now, without a dedupe key. Validated as `enqueueJobs` validates.
+ * a job to run now, without a dedupe key or a concurrency limit (only the
+ * claim admits those). Validated as `enqueueJobs` validates.
  */
 export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId: string, limits?: EnqueueLimits): Promise<ClaimedJob> {
   const [row] = toRows([spec], limits) as [Row];
-  const refused = row.runAtMs !== null ? "runAt" : row.delayMs > 0 ? "delayMs" : row.dedupeKey !== null ? "dedupeKey" : null;
+  const refused = row.runAtMs !== null ? "runAt" : row.delayMs > 0 ? "delayMs" : row.dedupeKey !== null ? "dedupeKey"
+    : row.concurrencyKey !== null ? "concurrency" : null;
   if (refused) {
-    throw new ValidationError(`enqueueClaimed takes only jobs to run now, without a dedupe key: ${refused} given`, [
-      { path: [refused], message: "a job claimed as it is enqueued must run now, without a dedupe key" },
+    throw new ValidationError(`enqueueClaimed takes only jobs to run now, without a dedupe key or a concurrency limit: ${refused} given`, [
+      { path: [refused], message: "a job claimed as it is enqueued must run now, without a dedupe key or a concurrency limit" },
     ]);
   }
   const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), [
     row.queue, row.name, row.payload, row.priority, row.maxAttempts, row.leaseMs, row.backoffMs, row.group, runnerId,
+    row.fairGroup,
   ]);
   return toClaimed(rows[0]!);
 }

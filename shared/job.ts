@@ -52,10 +52,28 @@ export interface JobDefaults {
   priority: number;
 }
 
+/**
+ * At most `limit` jobs with the same key run at once, across every runner.
+ * The key is `key(payload)`, else the job's group; a job with neither has no
+ * limit. Jobs of any type that share a key share its slots, each held to its
+ * own type's limit. A limit of 1 runs a key's jobs one at a time.
+ */
+export interface ConcurrencyLimit<P = unknown> {
+  limit: number;
+  key?: (payload: P) => string | null | undefined;
+}
+
 export interface JobType<S extends z.ZodType = z.ZodType> extends JobDefaults {
   name: string;
   schema: S;
   handler: (payload: z.output<S>, ctx: JobContext) => Promise<unknown> | unknown;
+  concurrency?: ConcurrencyLimit<z.output<S>>;
+  /**
+   * False: this type's jobs are claimed in the ungrouped share whatever their
+   * group (their group still names them, and still keys their limit).
+   * Default true: each group gets its turn.
+   */
+  fair?: boolean;
 }
 
 export interface EnqueueOptions {
@@ -68,7 +86,10 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** An equal key while a job with it is pending returns that job instead. */
   dedupeKey?: string;
-  /** Tenant or other group this job belongs to. */
+  /**
+   * Tenant or other group this job belongs to. A claim shares a runner's
+   * slots between the groups with ready jobs, in turn.
+   */
   group?: string;
 }
 
@@ -85,7 +106,8 @@ export interface EnqueuedJob {
  * served and the lease must fit its runner. A ValidationError names the field.
  */
 export function defineJob<S extends z.ZodType>(
-  definition: { name: string; schema: S; handler: JobType<S>["handler"] } & Partial<JobDefaults>,
+  definition: { name: string; schema: S; handler: JobType<S>["handler"] } & Partial<JobDefaults> &
+    Pick<JobType<S>, "concurrency" | "fair">,
   serving?: ServingRules,
 ): JobType<S> {
   const type: JobType<S> = {

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { MAX_BACKOFF_MS, RUNNER_MARGIN_MS } from "./config.ts";
+import { concurrencyIssues, fairnessOf, type Fairness } from "./concurrency.ts";
 import { ValidationError } from "./errors.ts";
 import type { EnqueueOptions, JobDefaults, JobType } from "./job.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson, type Issue, type Path } from "./payload.ts";
@@ -74,7 +75,7 @@ export interface EnqueueLimits {
 }
 
 /** One job's row, validated. */
-export interface Row {
+export interface Row extends Fairness {
   queue: string;
   name: string;
   payload: string;
@@ -107,6 +108,7 @@ function definitionIssues(type: JobType, at: Path, serving: ServingRules | undef
   if (typeof type.name !== "string" || !JOB_NAME.test(type.name)) {
     issues.push({ path: [...at, "name"], message: `invalid job name ${JSON.stringify(type.name)}: use 1-128 of A-Z a-z 0-9 _ . : -` });
   }
+  issues.push(...concurrencyIssues(type, at));
   const checked = jobDefaultsSchema.safeParse(type);
   if (!checked.success) return [...issues, ...zodIssues(checked.error, at)];
   const problem = serving && servingProblem(serving, type.queue, type.leaseMs);
@@ -163,7 +165,11 @@ function toRow(spec: unknown, at: Path, limits: EnqueueLimits, checked: Set<JobT
     if (!parsed.success) throw refusal(`invalid options for ${type.name}`, zodIssues(parsed.error, at));
     opts = parsed.data;
   }
+  // The key is read from the payload as its handler will read it.
+  const fairness = fairnessOf(type, type.concurrency?.key ? JSON.parse(json) : payload, opts.group ?? null, at);
+  if ("message" in fairness) throw refusal(`invalid payload for ${type.name}`, [fairness]);
   const row: Row = {
+    ...fairness,
     queue: opts.queue ?? type.queue,
     name: type.name,
     payload: json,

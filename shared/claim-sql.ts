@@ -1,0 +1,158 @@
+/**
+ * The claim's statement text, built once from parts; static, every value a
+ * bound, cast parameter:
+ *   $1 queue, $2 limit, $3 max lease ms, $4 runner id,
+ *   $5 job names (null: any), and for fair claims (else null) $6 the group
+ *   to start after and $7 each group's share.
+ *
+ * Two ways to pick candidates, then one tail that applies the concurrency
+ * limits and claims. See docs/internals.md, "Fairness and limits".
+ */
+
+/** What every candidate must satisfy beside its queue (and group). */
+const READY = (suspect: boolean) => `j.status = 'queued' and j.queue = $1::text and j.run_at <= now()
+      and j.lease_ms <= $3::integer and ${suspect ? "" : "not "}j.suspect
+      and ($5::text[] is null or j.name = any($5::text[]))`;
+
+const CANDIDATE_COLUMNS = "j.id, j.fair_group, j.runs, j.concurrency_key, j.concurrency_limit";
+
+/**
+ * Fair: the distinct groups with queued jobs, found by a skip scan of
+ * jobs_fair_ready_idx (one probe per group) starting after $6 and wrapping
+ * round, at most $2 of them. First pass: from each group's own range of that
+ * index, in priority order, up to $7 rows (its share: the limit over the
+ * groups the previous claim saw) that no other claimer holds. Second pass,
+ * only if that fell short of the limit: the rest in plain priority order
+ * (jobs_ready_idx), whatever the group. `nth` is a job's place in its group;
+ * the claim takes places in turn across groups, then the second pass.
+ * Every LIMIT is a parameter, so the planner's estimates stay small.
+ */
+const FAIR_PICK = `
+with recursive after_start(g) as (
+  (select j.fair_group from leasehold.jobs j where j.status = 'queued' and j.queue = $1::text and j.fair_group > $6::text
+   order by j.fair_group limit 1)
+  union all
+  select (select j.fair_group from leasehold.jobs j where j.status = 'queued' and j.queue = $1::text and j.fair_group > a.g
+          order by j.fair_group limit 1)
+  from after_start a where a.g is not null
+), up_to_start(g) as (
+  (select j.fair_group from leasehold.jobs j where j.status = 'queued' and j.queue = $1::text and j.fair_group <= $6::text
+   order by j.fair_group limit 1)
+  union all
+  select (select j.fair_group from leasehold.jobs j where j.status = 'queued' and j.queue = $1::text and j.fair_group > u.g
+            and j.fair_group <= $6::text
+          order by j.fair_group limit 1)
+  from up_to_start u where u.g is not null
+), groups as (
+  select g, row_number() over () as turn from (
+    select g from after_start where g is not null
+    union all
+    select g from up_to_start where g is not null
+    limit $2::integer
+  ) listed
+), first_pass as (
+  select c.*, gr.turn from groups gr cross join lateral (
+    select ${CANDIDATE_COLUMNS}, row_number() over () as nth from (
+      select ${CANDIDATE_COLUMNS} from leasehold.jobs j
+      where j.fair_group = gr.g and ${READY(false)}
+      order by j.priority desc, j.run_at, j.id
+      limit $7::integer
+      for update of j skip locked
+    ) j
+  ) c
+), second_pass as (
+  select p.*, $7::integer + row_number() over () as nth, 0::bigint as turn from (
+    select ${CANDIDATE_COLUMNS} from leasehold.jobs j
+    where ${READY(false)}
+      and $2::integer > (select count(*) from first_pass)
+      and j.id <> all (array(select f.id from first_pass f))
+    order by j.priority desc, j.run_at, j.id
+    limit $2::integer
+    for update of j skip locked
+  ) p
+), picked as (
+  select p.id, p.runs, p.concurrency_key, p.concurrency_limit, p.fair_group,
+         row_number() over (order by p.nth, p.turn) as ord
+  from (select * from first_pass union all select * from second_pass) p
+  order by p.nth, p.turn
+  limit $2::integer
+)`;
+
+/** In priority order, whatever the group: a queue that opts out, and suspects. */
+const PLAIN_PICK = (suspect: boolean) => `
+with picked as (
+  select p.id, p.runs, p.concurrency_key, p.concurrency_limit, p.fair_group, row_number() over () as ord from (
+    select ${CANDIDATE_COLUMNS} from leasehold.jobs j
+    where ${READY(suspect)}
+    order by j.priority desc, j.run_at, j.id
+    limit $2::integer
+    for update of j skip locked
+  ) p
+), groups as (select null::text as g, 0 as turn where $6::text is null and $7::integer is null)`;
+
+/**
+ * Limits, then the claim. A picked job with a concurrency key is claimed only
+ * if its key's row is locked here (SKIP LOCKED: a key another claimer is
+ * admitting right now waits for the next claim) or is new and inserted here,
+ * and the runs still holding the key, plus the key's jobs ahead of it in
+ * this claim, leave it a slot. A run still holds its slot unless its job row
+ * shows it ended (`runs` moved past it, or its status left `running`); a job
+ * whose row predates that run in this statement's snapshot counts as holding:
+ * the snapshot can only be behind, so it can only admit fewer. The held row
+ * is rewritten with the live runs plus the new ones, in the same statement
+ * as the jobs, so they cannot disagree.
+ */
+const CLAIM_TAIL = `, keyed as (
+  select distinct concurrency_key as key from picked where concurrency_key is not null
+), locked as (
+  select s.key, s.job_ids, s.runs from leasehold.concurrency_slots s
+  where s.key in (select key from keyed)
+  for update skip locked
+), fresh as (
+  select k.key from keyed k where not exists (select 1 from leasehold.concurrency_slots s where s.key = k.key)
+), live as (
+  select l.key, h.id, h.run from locked l
+  cross join lateral unnest(l.job_ids, l.runs) as h(id, run)
+  join leasehold.jobs j on j.id = h.id
+  where j.runs < h.run or (j.runs = h.run and j.status = 'running')
+), admitted as (
+  select p.* from (
+    select p.*, row_number() over (partition by p.concurrency_key order by p.ord) as nth from picked p
+  ) p
+  where p.concurrency_key is null
+     or (p.concurrency_key in (select key from locked) or p.concurrency_key in (select key from fresh))
+        and p.nth + (select count(*) from live l where l.key = p.concurrency_key) <= p.concurrency_limit
+), held as (
+  update leasehold.concurrency_slots s
+  set job_ids = coalesce((select array_agg(l.id) from live l where l.key = s.key), '{}') || n.ids,
+      runs = coalesce((select array_agg(l.run) from live l where l.key = s.key), '{}') || n.runs
+  from (select concurrency_key as key, array_agg(id) as ids, array_agg(runs + 1) as runs
+        from admitted where concurrency_key in (select key from locked) group by 1) n
+  where s.key = n.key
+  returning s.key
+), added as (
+  insert into leasehold.concurrency_slots (key, job_ids, runs)
+  select concurrency_key, array_agg(id), array_agg(runs + 1)
+  from admitted where concurrency_key in (select key from fresh) group by 1 order by 1
+  on conflict do nothing
+  returning key
+)
+update leasehold.jobs j
+set status = 'running',
+    attempts = j.attempts + 1,
+    runs = j.runs + 1,
+    handler_started = false,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = now() + j.lease_ms * interval '1 millisecond',
+    runner_id = $4::text,
+    started_at = now()
+from admitted a
+where j.id = a.id
+  and (a.concurrency_key is null or a.concurrency_key in (select key from held union all select key from added))
+returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
+          j.lease_token::text, j.runs, j.start_first, a.ord,
+          (select g from groups order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count`;
+
+export const CLAIM_FAIR = FAIR_PICK + CLAIM_TAIL;
+export const CLAIM_PLAIN = PLAIN_PICK(false) + CLAIM_TAIL;
+export const CLAIM_SUSPECTS = PLAIN_PICK(true) + CLAIM_TAIL;

@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { claimJobs, type ClaimedJob } from "../shared/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { defineJob } from "../shared/job.ts";
+import { rescueExpiredLeases } from "../shared/rescue.ts";
+import { completeJobs, failJobs, releaseJobs } from "../shared/settle.ts";
+import { createTestDb, drivers, type TestDb } from "./support/db.ts";
+
+const payload = z.object({ key: z.string(), n: z.number().int() });
+const oneAtATime = defineJob({
+  name: "one-at-a-time", schema: payload, handler: () => {}, backoffMs: 0, leaseMs: 200,
+  concurrency: { limit: 1, key: (p) => p.key },
+});
+const perGroup = defineJob({ name: "per-group", schema: payload, handler: () => {}, concurrency: { limit: 2 } });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(drivers)("concurrency limits (%s driver)", (driver) => {
+  let t: TestDb;
+  let queueNo = 0;
+  const freshQueue = () => `l${queueNo++}`;
+  beforeAll(async () => {
+    t = await createTestDb(driver, 4);
+  });
+  afterAll(() => t.drop());
+
+  const claim = (queue: string, limit = 10) => claimJobs(t, { queue, runnerId: "r", limit, maxLeaseMs: 60_000 });
+  const enqueueKeyed = (queue: string, key: string, n: number) =>
+    enqueueJobs(t, Array.from({ length: n }, (_, i) => job(oneAtATime, { key, n: i }, { queue })));
+
+  it("runs a key's jobs one at a time with a limit of 1, and other keys beside them", async () => {
+    const queue = freshQueue();
+    await enqueueKeyed(queue, "k1", 3);
+    await enqueueKeyed(queue, "k2", 3);
+    const first = await claim(queue);
+    expect(first).toHaveLength(2);
+    expect(await claim(queue)).toEqual([]);
+    await completeJobs(t, first.slice(0, 1));
+    expect(await claim(queue)).toHaveLength(1);
+    expect(await claim(queue)).toEqual([]);
+  });
+
+  it("frees the slot when the job fails, is released, or its lease is rescued", async () => {
+    const queue = freshQueue();
+    await enqueueKeyed(queue, "k", 4);
+    const a = (await claim(queue))[0]!;
+    expect(await claim(queue)).toEqual([]);
+    await failJobs(t, [{ ...a, outcome: "failed", error: "boom", retryDelayMs: 60_000 }]);
+    const b = (await claim(queue))[0]!;
+    expect(b.id).not.toBe(a.id);
+    expect(await claim(queue)).toEqual([]);
+    await releaseJobs(t, [b]);
+    const c = (await claim(queue))[0]!;
+    expect(await claim(queue)).toEqual([]);
+    await sleep(250); // c's runner dies: its 200 ms lease runs out
+    expect(await claim(queue)).toEqual([]); // expired but not yet rescued: still holds the slot
+    const rescue = await rescueExpiredLeases(t);
+    expect(rescue.rescued + rescue.refunded).toBeGreaterThanOrEqual(1);
+    expect(await claim(queue)).toHaveLength(1);
+    expect(c).toBeDefined();
+  });
+
+  it("keys by the group when the type names no key", async () => {
+    const queue = freshQueue();
+    for (const group of ["t1", "t2"]) {
+      await enqueueJobs(t, Array.from({ length: 5 }, (_, n) => job(perGroup, { key: "-", n }, { queue, group })));
+    }
+    const claimed = await claim(queue, 20);
+    const { rows } = await t.admin.query<{ group_key: string; n: number }>(
+      `select group_key, count(*)::int as n from "${t.schema}".jobs where queue = $1 and status = 'running' group by 1 order by 1`,
+      [queue]);
+    expect(claimed).toHaveLength(4);
+    expect(rows).toEqual([{ group_key: "t1", n: 2 }, { group_key: "t2", n: 2 }]);
+  });
+
+  it("refuses a concurrency key that is not a non-empty string, naming the payload", async () => {
+    const bad = defineJob({ name: "bad-key", schema: payload, handler: () => {}, concurrency: { limit: 1, key: (p) => p.key } });
+    await expect(enqueue(t, bad, { key: "", n: 1 })).rejects.toThrow(/concurrency key/);
+  });
+});
+
+describe("concurrency limits under concurrent claimers and killed runners (pg driver)", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 20);
+  });
+  afterAll(() => t.drop());
+
+  it("never runs more than 2 of a key at once over 50 keys; loses no job; reruns only jobs a killed runner held", async () => {
+    const queue = "oracle";
+    const keys = 50;
+    const limited = defineJob({
+      name: "limited", schema: payload, handler: () => {}, leaseMs: 300, backoffMs: 0, maxAttempts: 100,
+      concurrency: { limit: 2, key: (p) => p.key },
+    });
+    // Half the keys' jobs bunched, half interleaved: claims meet keys at and under their limit.
+    await enqueueJobs(t, Array.from({ length: 1_000 }, (_, n) =>
+      job(limited, { key: n < 500 ? `k${Math.floor(n / 20)}` : `k${25 + (n % 25)}`, n }, { queue })));
+
+    // The oracle: every handler start and end, per key, as the handlers see them.
+    const runningByKey = new Map<string, number>();
+    let maxRunning = 0;
+    const starts = new Map<string, number>();
+    const keyOf = (j: ClaimedJob) => (j.payload as { key: string }).key;
+    const heldByKilled = new Set<string>();
+    let done = false;
+
+    const runner = async (name: string) => {
+      for (let life = 0; !done; life++) {
+        // Each life of the runner ends in a kill with probability 1/4, somewhere in its claims.
+        const killAfter = Math.random() < 0.25 ? Math.floor(Math.random() * 5) : Number.POSITIVE_INFINITY;
+        for (let claims = 0; !done; claims++) {
+          const jobs = await claimJobs(t, { queue, runnerId: `${name}-${life}`, limit: 12, maxLeaseMs: 60_000 });
+          if (jobs.length === 0) {
+            await sleep(5);
+            continue;
+          }
+          const killed = claims >= killAfter;
+          await Promise.all(jobs.map(async (j) => {
+            const key = keyOf(j);
+            const now = (runningByKey.get(key) ?? 0) + 1;
+            runningByKey.set(key, now);
+            maxRunning = Math.max(maxRunning, now);
+            starts.set(j.id, (starts.get(j.id) ?? 0) + 1);
+            await sleep(Math.random() * 30);
+            // A killed runner's handlers stop here; its leases stay held until rescued.
+            runningByKey.set(key, runningByKey.get(key)! - 1);
+            if (killed) heldByKilled.add(j.id);
+          }));
+          if (killed) break;
+          await completeJobs(t, jobs);
+        }
+      }
+    };
+    const rescuer = async () => {
+      while (!done) {
+        await rescueExpiredLeases(t);
+        await sleep(50);
+      }
+    };
+    const watcher = async () => {
+      const deadline = Date.now() + 50_000;
+      while (Date.now() < deadline) {
+        const { rows } = await t.admin.query<{ n: number }>(
+          `select count(*)::int as n from "${t.schema}".jobs where queue = $1 and status <> 'succeeded'`, [queue]);
+        if (rows[0]!.n === 0) break;
+        await sleep(100);
+      }
+      done = true;
+    };
+    await Promise.all([watcher(), rescuer(), ...Array.from({ length: 12 }, (_, i) => runner(`runner${i}`))]);
+
+    const { rows } = await t.admin.query<{ status: string; n: number }>(
+      `select status::text, count(*)::int as n from "${t.schema}".jobs where queue = $1 group by 1`, [queue]);
+    expect(rows).toEqual([{ status: "succeeded", n: 1_000 }]);
+    expect(maxRunning).toBe(2);
+    const reran = [...starts].filter(([, n]) => n > 1).map(([id]) => id);
+    expect(heldByKilled.size).toBeGreaterThan(0);
+    expect(reran.length).toBeGreaterThan(0);
+    expect(reran.filter((id) => !heldByKilled.has(id))).toEqual([]);
+  });
+});
