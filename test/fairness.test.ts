@@ -151,8 +151,13 @@ describe("the fair claim's cost (pg driver)", () => {
         [queue, backlog]);
     }
     await t.admin.query(`vacuum analyze "${t.schema}".jobs`);
-    const small = await claimBuffers("small");
-    const large = await claimBuffers("large");
+    // The least of two runs: the first may also set hint bits, or meet autovacuum.
+    const least = async (queue: string) => {
+      const [a, b] = [await claimBuffers(queue), await claimBuffers(queue)];
+      return a.buffers <= b.buffers ? a : b;
+    };
+    const small = await least("small");
+    const large = await least("large");
     expect(large.plan).toContain("jobs_fair_ready_idx");
     expect(large.seqScans).not.toContain("jobs");
     expect(large.buffers).toBeLessThan(small.buffers * 1.5 + 20);
