@@ -46,6 +46,8 @@ export interface WorkerOptions {
   marginMs?: number;
   /** The longest lease it takes, however much time remains (its config's `maxLeaseMs`); default: no limit. */
   maxLeaseMs?: number;
+  /** Default: share each claim between the groups with ready jobs; false: priority order only. */
+  fair?: boolean;
   /** Exit after this long with nothing to claim and nothing running. */
   idleMs?: number;
   /** Wait between claims that found nothing. */
@@ -123,7 +125,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   });
   const producer = new Producer({
     store, clock, queues, runnerId,
-    names: [...registry.keys()],
+    names: [...registry.keys()], fair: options.fair,
     until: () => clock.now() + remainingMs() - marginMs,
     onRetry: (err, tryNumber, waitMs) => log.warn("database error; retrying", { error: String(err), tryNumber, waitMs }),
   });

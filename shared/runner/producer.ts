@@ -22,6 +22,8 @@ export interface ProducerOptions {
   queues: readonly string[];
   /** Job types this runner knows: it claims no other. */
   names: readonly string[];
+  /** False: claim in priority order, ignoring groups (see `ClaimArgs.fair`). */
+  fair?: boolean;
   runnerId: string;
   /** The latest local time a retried query may still start. */
   until: () => number;
@@ -50,7 +52,9 @@ export class Producer {
       const queue = this.o.queues[this.turn++ % this.o.queues.length]!;
       const sentAt = this.o.clock.now();
       const jobs = await this.retry(() =>
-        claimJobs(this.o.store, { queue, runnerId: this.o.runnerId, limit: want, maxLeaseMs, suspects, names: this.o.names }),
+        claimJobs(this.o.store, {
+          queue, runnerId: this.o.runnerId, limit: want, maxLeaseMs, suspects, names: this.o.names, fair: this.o.fair,
+        }),
       );
       if (!suspects) this.drained = jobs.length < want;
       for (const job of jobs) this.buffer.push({ job, deadline: sentAt + job.leaseMs });
