@@ -4,6 +4,9 @@ import { createApp, type App } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
 import { claimJobs } from "../shared/claim.ts";
 import { failJobs } from "../shared/settle.ts";
+import { enqueueJobs, job } from "../shared/enqueue.ts";
+import { defineJob } from "../shared/job.ts";
+import { z } from "zod";
 import { createPool, createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const token = generateToken();
@@ -141,6 +144,20 @@ describe.each(drivers)("HTTP API, happy paths (%s driver)", (driver) => {
     expect(body.queues.find((q: { queue: string }) => q.queue === "busy")).toMatchObject({ running: 1 });
   });
 
+  it("counts per group: ready, running, and the concurrency limit", async () => {
+    const limited = defineJob({ name: "limited", schema: z.object({}), handler: () => {}, queue: "tenants", concurrency: { limit: 2 } });
+    await enqueueJobs(t, [job(limited, {}, { group: "t-a" }), job(limited, {}, { group: "t-a" }), job(limited, {}, { group: "t-b" })]);
+    await call("POST", "/v1/jobs", welcome({ queue: "tenants" }));
+    const { status, body } = await call("GET", "/v1/groups?queue=tenants");
+    expect(status).toBe(200);
+    expect(body.groups).toEqual([
+      { queue: "tenants", group: "t-a", ready: 2, running: 0, limit: 2 },
+      { queue: "tenants", group: null, ready: 1, running: 0, limit: null },
+      { queue: "tenants", group: "t-b", ready: 1, running: 0, limit: 2 },
+    ]);
+    expect((await call("GET", "/v1/groups?queue=")).status).toBe(400);
+  });
+
   it("logs each request without its body or token", () => {
     const all = logs.join("\n");
     expect(all).toContain('"path":"/v1/jobs"');
@@ -196,7 +213,7 @@ describe("HTTP API, auth, documents and faults", () => {
     const undocumented = ["GET /dashboard", "GET /dashboard/app.css", "GET /dashboard/app.js"];
     expect(served).toEqual([...documented, ...undocumented].sort());
     expect(documented).toEqual([
-      "GET /health", "GET /openapi.json", "GET /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/queues", "GET /v1/throughput",
+      "GET /health", "GET /openapi.json", "GET /v1/groups", "GET /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/queues", "GET /v1/throughput",
       "POST /v1/jobs", "POST /v1/jobs/batch", "POST /v1/jobs/{id}/cancel", "POST /v1/jobs/{id}/retry",
     ]);
     expect(body.components.securitySchemes.bearer).toEqual({ type: "http", scheme: "bearer" });

@@ -9,6 +9,7 @@ import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
 import type { Store } from "../../shared/db.ts";
 import type { Registry } from "../../shared/job.ts";
+import { groupStats } from "../../shared/group-stats.ts";
 import type { ServingRules } from "../../shared/serving.ts";
 import { queueStats, throughput } from "../../shared/stats.ts";
 import type { Waker } from "../../shared/wake.ts";
@@ -16,7 +17,7 @@ import { bearerAuth } from "./auth.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { ApiError, errorJson, invalidRequest, toErrorResponse } from "./errors.ts";
 import { registerJobRoutes, type ApiEnv } from "./jobs.ts";
-import { healthRoute, openApiRoute, queuesRoute, throughputRoute } from "./routes.ts";
+import { groupsRoute, healthRoute, openApiRoute, queuesRoute, throughputRoute } from "./routes.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const API_VERSION = "1.0.0";
@@ -108,6 +109,7 @@ export function createApp(options: AppOptions) {
 
   const can = options.serving && { names: [...registry.keys()], maxLeaseMs: options.serving };
   app.openapi(queuesRoute, async (c) => c.json({ queues: await queueStats(c.var.store, can) }, 200));
+  app.openapi(groupsRoute, async (c) => c.json({ groups: await groupStats(c.var.store, c.req.valid("query")) }, 200));
   app.openapi(throughputRoute, async (c) => {
     const { minutes } = c.req.valid("query");
     const buckets = await throughput(c.var.store, minutes);

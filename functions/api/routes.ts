@@ -4,8 +4,8 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import {
-  batchRequestSchema, batchResponseSchema, enqueueRequestSchema, errorSchema, idParamsSchema, jobDetailSchema,
-  jobPageSchema, jobSchema, listQuerySchema, queuesSchema, throughputQuerySchema, throughputSchema,
+  batchRequestSchema, batchResponseSchema, enqueueRequestSchema, errorSchema, groupsQuerySchema, groupsSchema, idParamsSchema,
+  jobDetailSchema, jobPageSchema, jobSchema, listQuerySchema, queuesSchema, throughputQuerySchema, throughputSchema,
 } from "./schemas.ts";
 
 const security = [{ bearer: [] }];
@@ -78,6 +78,13 @@ export const queuesRoute = createRoute({
   method: "get", path: "/v1/queues", tags: ["queues"], security,
   summary: "Per-queue counts (ready, unserved, delayed, running, dead) and the age of the oldest ready job",
   responses: { 200: json(queuesSchema, "One entry per queue with pending, running or dead jobs"), 401: failures[401] },
+});
+
+export const groupsRoute = createRoute({
+  method: "get", path: "/v1/groups", tags: ["queues"], security,
+  summary: "Per queue and group (as the fair claim shares them): ready and running jobs and the concurrency limit, busiest first",
+  request: { query: groupsQuerySchema },
+  responses: { 200: json(groupsSchema, "Up to 500 groups with queued or running jobs"), ...failures },
 });
 
 export const throughputRoute = createRoute({

@@ -134,6 +134,24 @@ export const queuesSchema = z
   })
   .openapi("Queues");
 
+export const groupsQuerySchema = z.strictObject({
+  queue: storableText(128).optional().openapi({ description: "Only this queue's groups." }),
+});
+
+export const groupsSchema = z
+  .object({
+    groups: z.array(
+      z.object({
+        queue: z.string(),
+        group: z.string().nullable().openapi({ description: "Null: ungrouped jobs, and job types that opt out of fairness." }),
+        ready: z.number().int(),
+        running: z.number().int(),
+        limit: z.number().int().nullable().openapi({ description: "The concurrency limit its jobs carry; null: none." }),
+      }),
+    ),
+  })
+  .openapi("Groups");
+
 export const MAX_THROUGHPUT_MINUTES = 60;
 
 export const throughputQuerySchema = z.strictObject({
