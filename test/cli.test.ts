@@ -276,6 +276,19 @@ export const registry = new Map([...app, ["noop", noop]]);
     expect(await queue(["--jobs", "with-noop.ts"], {})).toMatchObject({ ready: 2, unserved: 2 });
   });
 
+  it("shows per-group stats with --groups: ready, running and the limit", async () => {
+    await enqueue(t, noop, { n: 1 }, { queue: "grouped", group: "tenant-1" });
+    await enqueue(t, noop, { n: 2 }, { queue: "grouped", group: "tenant-1" });
+    await enqueue(t, noop, { n: 3 }, { queue: "grouped" });
+    const [human, json] = await Promise.all([cli(["stats", "--groups", "--queue", "grouped"]), cli(["stats", "--groups", "--json"])]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^QUEUE\s+GROUP\s+READY\s+RUNNING\s+LIMIT$/m);
+    expect(human.stdout).toMatch(/^grouped\s+tenant-1\s+2\s+0\s+-$/m);
+    expect(human.stdout).toMatch(/^grouped\s+-\s+1\s+0\s+-$/m);
+    expect(human.stdout).not.toMatch(/^stats\s/m);
+    expect(json.json.groups).toContainEqual({ queue: "grouped", group: "tenant-1", ready: 2, running: 0, limit: null });
+  });
+
   it("prunes finished jobs older than the retention, with progress on stderr", async () => {
     const old = await killOne("prune");
     const fresh = await killOne("prune");

@@ -1,23 +1,45 @@
 import { config } from "../../shared/config.ts";
+import { groupStats } from "../../shared/group-stats.ts";
 import { claimable } from "../../shared/serving.ts";
 import { queueStats } from "../../shared/stats.ts";
 import { expectPositionals } from "../args.ts";
-import type { Command } from "../command.ts";
+import { option, type Command } from "../command.ts";
 import { age, table } from "../format.ts";
 
 export const statsCommand: Command = {
   name: "stats",
   summary: "Per queue: ready, unserved, delayed, running and dead jobs, and the oldest ready age",
-  help: `leasehold stats
+  help: `leasehold stats [--groups [--queue <q>]]
 
 One line per queue with jobs pending, running or dead: ready (due now),
 unserved (ready jobs no runner can claim: their queue is not served by a
 runner in shared/config.ts, their type is not in --jobs, or their lease is
 longer than the runner serving the queue allows), delayed (due later, or
-backing off), running, dead, and how long the oldest ready job has waited.`,
-  options: {},
-  async run(ctx, positionals) {
+backing off), running, dead, and how long the oldest ready job has waited.
+
+Options:
+  --groups       one line per group instead, as the fair claim shares them
+                 (busiest first, up to 500): ready, running, and the
+                 concurrency limit its jobs carry; "-" is ungrouped
+  --queue <q>    with --groups: only this queue`,
+  options: { groups: { type: "boolean" }, queue: { type: "string" } },
+  async run(ctx, positionals, values) {
     expectPositionals(positionals, []);
+    if (values.groups) {
+      const groups = await groupStats(ctx.store(), { queue: option(values, "queue") });
+      ctx.output({ groups }, () =>
+        groups.length === 0
+          ? "no jobs queued or running"
+          : table(groups, [
+              { header: "QUEUE", value: (g) => g.queue },
+              { header: "GROUP", value: (g) => g.group ?? "-" },
+              { header: "READY", value: (g) => String(g.ready), align: "right" },
+              { header: "RUNNING", value: (g) => String(g.running), align: "right" },
+              { header: "LIMIT", value: (g) => (g.limit === null ? "-" : String(g.limit)), align: "right" },
+            ]),
+      );
+      return;
+    }
     const queues = await queueStats(ctx.store(), claimable(config, (await ctx.registry()).keys()));
     ctx.output({ queues }, () =>
       queues.length === 0
