@@ -86,6 +86,7 @@ describe("the dashboard in Chromium", () => {
     for (let n = 0; n < 2; n++) await enqueue(t, later, {}, { delayMs: 600_000 });
     await enqueue(t, later, {}, { runAt: new Date(Date.now() - 90_000) });
     await enqueue(t, newer, {});
+    await enqueue(t, later, {}, { queue: "tenants", group: "tenant-7" });
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -124,6 +125,11 @@ describe("the dashboard in Chromium", () => {
     expect(reports.slice(0, 6)).toEqual(["reports", "2", "1", "2", "0", "0"]);
     expect(reports[6]).toMatch(/^1m \d+s$/);
     expect(await page.locator('#queues tr[data-queue="reports"] td.unserved').textContent()).toBe("1");
+
+    const group = async (queue: string, name: string) =>
+      page.locator(`#groups tr[data-queue="${queue}"][data-group="${name}"] > *`).allTextContents();
+    expect(await group("tenants", "tenant-7")).toEqual(["tenants", "tenant-7", "1", "0", "—"]);
+    expect(await group("reports", "")).toEqual(["reports", "—", "2", "0", "—"]);
 
     // 13 first attempts, 3 of them failed and retried: 15 attempts ended, 4 failed.
     await page.locator('#chart li[data-series="succeeded"] strong', { hasText: /^12$/ }).waitFor();

@@ -161,8 +161,9 @@ export const DASHBOARD_JS = String.raw`"use strict";
   }
 
   async function refreshOverview(g) {
-    const [queues, throughput, dead] = await Promise.all([
+    const [queues, groups, throughput, dead] = await Promise.all([
       api("GET", "v1/queues"),
+      api("GET", "v1/groups"),
       api("GET", "v1/throughput?minutes=" + MINUTES),
       api("GET", "v1/jobs?status=dead&limit=" + DEAD_LIMIT),
     ]);
@@ -181,6 +182,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     if (g !== generation) return;
 
     render("queues", queues.queues, queueTable);
+    render("groups", groups.groups, groupTable);
     render("chart", throughput.buckets, chart);
     const retried = ids.map((id) => retriedJobs.get(id)).filter(Boolean)
       .map((j) => ({ id: j.id, name: j.name, queue: j.queue, status: j.status, attempts: j.attempts, finishedAt: j.finishedAt }));
@@ -204,6 +206,17 @@ export const DASHBOARD_JS = String.raw`"use strict";
       h("tbody", {}, queues.map((q) => h("tr", { "data-queue": q.queue },
         h("th", { scope: "row" }, q.queue), num(q.ready), num(q.unserved, "unserved"), num(q.delayed), num(q.running, "running"), num(q.dead, "dead"),
         h("td", { class: "num" }, age(q.oldestReadyAgeSeconds))))));
+  }
+
+  function groupTable(groups) {
+    if (groups.length === 0) return h("p", { class: "empty" }, "No queued or running jobs.");
+    const num = (n) => h("td", { class: "num" }, n === null ? "—" : n);
+    return h("table", { class: "groups" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Queue"), h("th", {}, "Group"), h("th", { class: "num" }, "Ready"),
+        h("th", { class: "num" }, "Running"), h("th", { class: "num" }, "Limit"))),
+      h("tbody", {}, groups.map((g) => h("tr", { "data-queue": g.queue, "data-group": g.group === null ? "" : g.group },
+        h("td", {}, g.queue), h("th", { scope: "row" }, g.group === null ? "—" : g.group), num(g.ready),
+        h("td", { class: "num" + (g.running > 0 ? " running" : "") }, g.running), num(g.limit)))));
   }
 
   const SERIES = [
