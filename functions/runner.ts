@@ -61,6 +61,7 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
     const summary = await runWorker({
       store, registry, queues, runnerId,
       slots: runnerConfig.slots,
+      fair: runnerConfig.fair,
       remainingMs: () => context.getRemainingTimeInMillis(),
       marginMs: RUNNER_MARGIN_MS,
       // A job with a longer lease is unserved, for this runner as for the scheduler.

@@ -39,6 +39,8 @@ const runnerSchema = z.object({
   pollMs: z.number().int().min(10).default(DEFAULT_RUNNER_POLL_MS),
   /** Hard cap on concurrent invocations of this runner. */
   maxConcurrency: z.number().int().min(1).max(1_000).default(10),
+  /** Share each claim between the groups with ready jobs; false: these queues opt out (priority order only). */
+  fair: z.boolean().default(true),
 });
 
 export const configSchema = z

@@ -16,6 +16,11 @@ describe("the deployment's configuration and the app's job types", () => {
     }
   });
 
+  it("shares claims between groups unless a runner's queues opt out", () => {
+    const cfg = defineConfig({ runners: { fair: { queues: ["a"] }, plain: { queues: ["b"], fair: false } } });
+    expect([cfg.runners.fair!.fair, cfg.runners.plain!.fair]).toEqual([true, false]);
+  });
+
   it("refuses a runner whose timeout cannot cover its longest lease, naming the field", () => {
     expect(() => defineConfig({ runners: { r: { queues: ["q"], timeoutSeconds: 30, maxLeaseMs: 30_000 } } })).toThrow(
       /runners\.r\.timeoutSeconds|timeoutSeconds/,
