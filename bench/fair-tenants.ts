@@ -1,0 +1,107 @@
+import { z } from "zod";
+import type { Store } from "../shared/db.ts";
+import { createPgPool } from "../shared/drivers/pg.ts";
+import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/job.ts";
+import { migrate } from "../shared/migrate.ts";
+import { runWorker } from "../shared/worker.ts";
+import { dropDb, dsnFor, freshDb } from "./db.ts";
+import type { Phase } from "./phases.ts";
+import { round } from "./stats.ts";
+
+/**
+ * Fair claiming, in process with the real runner: one tenant has `bigJobs`
+ * ready jobs; `smallTenants` others each enqueue one job every `smallEveryMs`
+ * until each has enqueued `smallJobs`, while it drains. Each handler waits
+ * `jobMs`. The same workload runs with the claim that ignores groups and with
+ * the fair one, on the same database, one after the other (in turns by run).
+ */
+export interface FairTenantsParams {
+  bigJobs: number;
+  smallTenants: number;
+  smallJobs: number;
+  smallEveryMs: number;
+  jobMs: number;
+  slots: number;
+}
+
+export const FAIR_TENANTS: FairTenantsParams = { bigJobs: 10_000, smallTenants: 5, smallJobs: 100, smallEveryMs: 15, jobMs: 2, slots: 20 };
+
+export interface FairTenantsRun {
+  succeeded: number;
+  /** Small tenants' jobs: enqueue to handler start, ms. */
+  smallWaitP50Ms: number;
+  smallWaitP95Ms: number;
+  /** Every job, started first to last start. */
+  jobsPerSecond: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length * q) - 1)]!;
+
+export async function runFairTenants(store: Store, queue: string, fair: boolean, p: FairTenantsParams = FAIR_TENANTS): Promise<FairTenantsRun> {
+  const startedAt = new Map<string, number>();
+  const type = defineJob({
+    name: `tenant-job-${queue}`, schema: z.object({ n: z.number() }), queue,
+    handler: async (_payload, ctx) => {
+      startedAt.set(ctx.jobId, Date.now());
+      await sleep(p.jobMs);
+    },
+  });
+  await enqueueJobs(store, Array.from({ length: p.bigJobs }, (_, n) => job(type, { n }, { group: "big" })));
+  const t0 = Date.now();
+  const worker = runWorker({
+    store, registry: createRegistry([type]), queues: [queue], runnerId: `tenants-${queue}`, slots: p.slots, idleMs: 300, pollMs: 20, fair,
+  });
+  const enqueuedAt = new Map<string, number>();
+  for (let round = 0; round < p.smallJobs; round++) {
+    await Promise.all(Array.from({ length: p.smallTenants }, async (_, s) => {
+      const at = Date.now();
+      const { id } = await enqueue(store, type, { n: round }, { group: `small-${s + 1}` });
+      enqueuedAt.set(id, at);
+    }));
+    await sleep(p.smallEveryMs);
+  }
+  const summary = await worker;
+  const lastStart = Math.max(...startedAt.values());
+  const waits = [...enqueuedAt].map(([id, at]) => (startedAt.get(id) ?? Number.POSITIVE_INFINITY) - at);
+  const total = p.bigJobs + p.smallTenants * p.smallJobs;
+  return {
+    succeeded: summary.succeeded,
+    smallWaitP50Ms: quantile(waits, 0.5),
+    smallWaitP95Ms: quantile(waits, 0.95),
+    jobsPerSecond: round(total / ((lastStart - t0) / 1000), 1),
+  };
+}
+
+/** The bench phase: both claims on one fresh database; the throughput ratio is fair over unfair. */
+export const fairTenantsPhase: Phase = {
+  name: "fair-tenants",
+  title: "One tenant's 10,000 ready jobs and five tenants enqueueing 100 each: the claim that ignores groups, then the fair one",
+  libs: ["leasehold"],
+  async run(_lib, ctx) {
+    const db = `bench_leasehold_fair_tenants_r${ctx.run}`;
+    await freshDb(ctx.adminDsn, db);
+    const pool = createPgPool(dsnFor(ctx.adminDsn, db), 10);
+    try {
+      await migrate(pool, "leasehold");
+      const store: Store = { db: pool, schema: "leasehold" };
+      // Which goes first alternates by run: the second runs on a table the first has churned.
+      const [unfair, fair] = ctx.run % 2 === 1
+        ? [await runFairTenants(store, "unfair", false), await runFairTenants(store, "fair", true)]
+        : [await runFairTenants(store, "fair", true), await runFairTenants(store, "unfair", false)].reverse();
+      return { params: FAIR_TENANTS, unfair, fair, throughput_ratio: round(fair.jobsPerSecond / unfair.jobsPerSecond, 3) };
+    } finally {
+      await pool.end();
+      await dropDb(ctx.adminDsn, db);
+    }
+  },
+  metrics: {
+    unfair_small_p95_ms: (r) => r.unfair.smallWaitP95Ms,
+    fair_small_p95_ms: (r) => r.fair.smallWaitP95Ms,
+    unfair_jobs_per_s: (r) => r.unfair.jobsPerSecond,
+    fair_jobs_per_s: (r) => r.fair.jobsPerSecond,
+    throughput_ratio: (r) => r.throughput_ratio,
+  },
+  check: (r) => r.fair.succeeded === r.unfair.succeeded && r.fair.smallWaitP95Ms <= 1_000 && r.throughput_ratio >= 0.9,
+};
