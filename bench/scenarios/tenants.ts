@@ -7,8 +7,9 @@ import {
 import type { Profile, ScenarioEnv } from "./profile.ts";
 
 /**
- * tenants: one group enqueues a burst at once while another sends one job a
- * second. `killAtMs` in, every runner process in flight is SIGKILLed, and the
+ * tenants: one group enqueues a burst at once while another (or several)
+ * sends one job a second. Fair (the default) or not: `fair: false` runs the
+ * same scenario with runners that ignore groups, for comparison. `killAtMs` in, every runner process in flight is SIGKILLed, and the
  * scheduler (cron and wake-ups) is paused for `pauseMs`, so runners may start
  * again only after it. Lost, duplicated, the small group's wait, and the
  * longest stall (largest gap between consecutive completions).
@@ -24,6 +25,10 @@ export interface TenantsParams {
   minRunningAtKill?: number;
   pauseMs: number;
   drainMs: number;
+  /** Small groups, each sending one job every `smallEveryMs` (default 1, named "small"; else small-1 ...). */
+  smallGroups?: number;
+  /** False: the runners claim in priority order only, ignoring groups (`runners.<name>.fair`); default true. */
+  fair?: boolean;
 }
 
 export const TENANTS_FULL: TenantsParams = { bigJobs: 1_000, smallEveryMs: 1_000, durationMs: 90_000, jobMs: 5_000, killAtMs: 20_000, pauseMs: 10_000, drainMs: 240_000 };
@@ -53,8 +58,16 @@ export interface TenantsResult {
   lambda: LambdaUse;
 }
 
+/** The profile's config with every runner's claim fair or not. */
+function withFairness(config: Profile["config"], fair: boolean): Profile["config"] {
+  const runners = Object.fromEntries(Object.entries(config.runners ?? {}).map(([name, r]) => [name, { ...r, fair }]));
+  return { ...config, runners };
+}
+
 export async function runTenants(env: ScenarioEnv, profile: Profile, params: TenantsParams): Promise<TenantsResult> {
-  const s = await startScenarioStack({ name: "tenants", databaseUrl: env.databaseUrl, wsRelay: env.wsRelay, config: profile.config, cron: profile.cron, keepSchema: env.keepSchema });
+  const config = withFairness(profile.config, params.fair ?? true);
+  const smallGroups = (params.smallGroups ?? 1) === 1 ? ["small"] : Array.from({ length: params.smallGroups! }, (_, i) => `small-${i + 1}`);
+  const s = await startScenarioStack({ name: "tenants", databaseUrl: env.databaseUrl, wsRelay: env.wsRelay, config, cron: profile.cron, keepSchema: env.keepSchema });
   const type = profile.leaseMs ? withLease(wait, profile.leaseMs) : wait;
   try {
     const before = s.stats();
@@ -81,7 +94,7 @@ export async function runTenants(env: ScenarioEnv, profile: Profile, params: Ten
     for (let t = 0; t < params.durationMs; t += params.smallEveryMs) {
       const delay = t0 + t - Date.now();
       if (delay > 0) await sleep(delay);
-      pending.push(s.enqueue([job(type, { ms: params.jobMs }, { group: "small" })]));
+      pending.push(s.enqueue(smallGroups.map((group) => job(type, { ms: params.jobMs }, { group }))));
     }
     await Promise.all([...pending, killer]);
     env.log?.("tenants: produced, draining");
@@ -94,7 +107,8 @@ export async function runTenants(env: ScenarioEnv, profile: Profile, params: Ten
       `select extract(epoch from at) * 1000 as ms from "${s.schema}".scenario_runner_log where event = 'reserved' order by at`);
 
     const origin = Math.min(...jobs.map((j) => j.createdAt));
-    const waitsOf = (group: string) => jobs.filter((j) => j.group === group && j.starts.length).map((j) => j.starts[0]!.at - j.createdAt);
+    const waitsOf = (group: string) =>
+      jobs.filter((j) => j.group?.startsWith(group) && j.starts.length).map((j) => j.starts[0]!.at - j.createdAt);
     const completions = jobs.flatMap((j) => j.finishes).sort((a, b) => a - b);
     const stall = longestGap(completions);
     const { duplicated, held, heldStarted } = duplicatesAndHeld(jobs, killedIds);
