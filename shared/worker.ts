@@ -169,12 +169,11 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const follow = async <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, opts?: EnqueueOptions) => {
     const queue = opts?.queue ?? type.queue;
     const now = queues.includes(queue) && !opts?.runAt && !opts?.delayMs;
-    // Hand-off: nothing waits here, the queue is drained, the lease fits, no
-    // limit applies (only the claim admits those), so the job is inserted
-    // already claimed by this runner and starts as soon as a slot is free,
-    // with no claim round trip. The insert is the claim.
-    if (now && !opts?.dedupeKey && !type.concurrency && producer.drained && producer.buffer.length === 0 && !isolating && !suspectRunning &&
-        registry.has(type.name) && type.leaseMs <= maxLeaseMs()) {
+    // Hand-off: nothing waits here, the queue is drained, and the lease fits,
+    // so the job is inserted already claimed by this runner and starts as soon
+    // as a slot is free, with no claim round trip. The insert is the claim.
+    if (now && !opts?.dedupeKey && producer.drained && producer.buffer.length === 0 && !isolating && !suspectRunning &&
+        registry.has(type.name) && type.leaseMs <= maxLeaseMs() && !type.concurrency /* only the claim admits these */) {
       const sentAt = clock.now();
       const job = await enqueueClaimed(store, { type, payload, options: opts }, runnerId);
       summary.claimed++;
