@@ -8,6 +8,7 @@ import { migrate } from "../../shared/migrate.ts";
 import { rescueExpiredLeases } from "../../shared/rescue.ts";
 import { faultJob } from "../fixtures/fault-jobs.ts";
 import { checkFaults, readJobRows, type FaultVerdict } from "./fault-checker.ts";
+import { maxRunningPerGroup } from "./group-oracle.ts";
 import { countEnds, readOracle } from "./oracle.ts";
 import { crashed, startFleet, type Fleet, type FleetOptions, type WorkerProcess } from "./worker-fleet.ts";
 
@@ -28,6 +29,8 @@ export interface FaultRunOptions {
   fleet: Omit<FleetOptions, "dir" | "databaseUrl" | "schema">;
   drainMs: number;
   rescueEveryMs?: number;
+  /** Spread the jobs over this many concurrency keys (`g`, limited by the fault job type); default none. */
+  groups?: number;
   /** The faults; `ended()` is how many handlers have ended so far. Should return once `stopped()` is true. */
   faults(ctx: { fleet: Fleet; ended: () => number; stopped: () => boolean }): Promise<void>;
 }
@@ -46,6 +49,8 @@ export interface FaultRunResult {
   rescued: number;
   rescueErrors: number;
   tornLines: number;
+  /** With `groups`: the most handlers of one key the oracle saw running at once. */
+  maxRunningPerGroup: number;
 }
 
 /** A pg pool for the test itself: it must survive its server restarting, so idle errors are expected. */
@@ -75,7 +80,8 @@ export async function runFaultScenario(o: FaultRunOptions): Promise<FaultRunResu
   await migrate(admin, schema);
   const store = { db: admin, schema };
   const type = faultJob();
-  const enqueued = (await enqueueJobs(store, Array.from({ length: o.jobs }, (_, i) => job(type, { i })))).map((j) => j.id);
+  const payload = (i: number) => (o.groups ? { i, g: `k${i % o.groups}` } : { i });
+  const enqueued = (await enqueueJobs(store, Array.from({ length: o.jobs }, (_, i) => job(type, payload(i))))).map((j) => j.id);
 
   const t0 = Date.now();
   const fleet = startFleet({ ...o.fleet, dir, databaseUrl: o.workerUrl, schema });
@@ -138,5 +144,6 @@ export async function runFaultScenario(o: FaultRunOptions): Promise<FaultRunResu
     killed: killed.map((p) => p.pid),
     spawned: fleet.processes.length,
     rescued, rescueErrors, tornLines: torn,
+    maxRunningPerGroup: maxRunningPerGroup(events, new Map(fleet.processes.map((p) => [p.pid, p.exit?.at ?? Number.POSITIVE_INFINITY]))),
   };
 }
