@@ -169,7 +169,6 @@ function toRow(spec: unknown, at: Path, limits: EnqueueLimits, checked: Set<JobT
   const fairness = fairnessOf(type, type.concurrency?.key ? JSON.parse(json) : payload, opts.group ?? null, at);
   if ("message" in fairness) throw refusal(`invalid payload for ${type.name}`, [fairness]);
   const row: Row = {
-    ...fairness,
     queue: opts.queue ?? type.queue,
     name: type.name,
     payload: json,
@@ -181,6 +180,9 @@ function toRow(spec: unknown, at: Path, limits: EnqueueLimits, checked: Set<JobT
     backoffMs: type.backoffMs,
     group: opts.group ?? null,
     dedupeKey: opts.dedupeKey ?? null,
+    fairGroup: fairness.fairGroup,
+    concurrencyKey: fairness.concurrencyKey,
+    concurrencyLimit: fairness.concurrencyLimit,
   };
   const problem = limits.serving && servingProblem(limits.serving, row.queue, row.leaseMs);
   if (problem) throw refusal(`${type.name} cannot run`, [{ path: [...at, "queue"], message: problem.message }]);
