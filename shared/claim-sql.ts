@@ -153,6 +153,30 @@ returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.
           j.lease_token::text, j.runs, j.start_first, a.ord,
           (select g from groups order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count`;
 
-export const CLAIM_FAIR = FAIR_PICK + CLAIM_TAIL;
-export const CLAIM_PLAIN = PLAIN_PICK(false) + CLAIM_TAIL;
-export const CLAIM_SUSPECTS = PLAIN_PICK(true) + CLAIM_TAIL;
+/**
+ * The claim for a runner none of whose job types has a concurrency limit: no
+ * job it can claim carries a key, so the limits' tail (a fifth of a plain
+ * claim's cost, most of it planning) is left out.
+ */
+const UNLIMITED_TAIL = `
+update leasehold.jobs j
+set status = 'running',
+    attempts = j.attempts + 1,
+    runs = j.runs + 1,
+    handler_started = false,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = now() + j.lease_ms * interval '1 millisecond',
+    runner_id = $4::text,
+    started_at = now()
+from picked a
+where j.id = a.id
+returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
+          j.lease_token::text, j.runs, j.start_first, a.ord,
+          (select g from groups order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count`;
+
+/** The claim statements: by what is picked (fair, plain, suspects), and whether limits apply. */
+export const CLAIMS = {
+  fair: { limited: FAIR_PICK + CLAIM_TAIL, unlimited: FAIR_PICK + UNLIMITED_TAIL },
+  plain: { limited: PLAIN_PICK(false) + CLAIM_TAIL, unlimited: PLAIN_PICK(false) + UNLIMITED_TAIL },
+  suspects: { limited: PLAIN_PICK(true) + CLAIM_TAIL, unlimited: PLAIN_PICK(true) + UNLIMITED_TAIL },
+} as const;

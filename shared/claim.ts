@@ -1,4 +1,4 @@
-import { CLAIM_FAIR, CLAIM_PLAIN, CLAIM_SUSPECTS } from "./claim-sql.ts";
+import { CLAIMS } from "./claim-sql.ts";
 import { sql, type Store } from "./db.ts";
 
 /** A job as a runner holds it: enough to run it and to settle it. */
@@ -38,7 +38,16 @@ export interface ClaimArgs {
    * priority order whatever their group (a queue that opts out).
    */
   fair?: boolean;
+  /**
+   * Whether a job it may claim can carry a concurrency limit (a type among
+   * `names` declares one). False takes a cheaper statement without the
+   * limits; default true.
+   */
+  limited?: boolean;
 }
+
+/** How long a queue whose last fair claim found one group at most is claimed in plain order before it looks again. */
+export const FAIR_RECHECK_MS = 250;
 
 /**
  * Per queue, what the previous fair claim saw: the last group it reached (the
@@ -47,7 +56,7 @@ export interface ClaimArgs {
  * of the next claim is the limit over that count). Hints only: any value is
  * correct; a wrong count only locks more rows, or fewer, than needed.
  */
-const lastSeen = new Map<string, { group: string; groups: number }>();
+const lastSeen = new Map<string, { group: string; groups: number; at: number }>();
 
 /**
  * Claims up to `limit` ready jobs of one queue in one statement: each gets its
@@ -65,10 +74,13 @@ const lastSeen = new Map<string, { group: string; groups: number }>();
  */
 export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJob[]> {
   if (args.limit <= 0 || args.maxLeaseMs <= 0 || args.names?.length === 0) return [];
-  const fair = !args.suspects && args.fair !== false;
-  const text = args.suspects ? CLAIM_SUSPECTS : fair ? CLAIM_FAIR : CLAIM_PLAIN;
   const seenKey = `${store.schema}\u0000${args.queue}`;
-  const seen = lastSeen.get(seenKey) ?? { group: "", groups: 1 };
+  const seen = lastSeen.get(seenKey) ?? { group: "", groups: 0, at: Number.NEGATIVE_INFINITY };
+  // One group's fair share is the whole claim: a queue that showed one group
+  // at most is claimed in plain order, and looked at again every FAIR_RECHECK_MS.
+  const fair = !args.suspects && args.fair !== false && !(seen.groups <= 1 && Date.now() - seen.at < FAIR_RECHECK_MS);
+  const statements = args.suspects ? CLAIMS.suspects : fair ? CLAIMS.fair : CLAIMS.plain;
+  const text = args.limited === false ? statements.unlimited : statements.limited;
   const { rows } = await store.db.query<ClaimedRow & { ord: string; last_group: string | null; group_count: string }>(
     sql(store.schema, text),
     [
@@ -77,7 +89,11 @@ export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJ
     ],
   );
   const last = rows[0];
-  if (fair && last?.last_group != null) lastSeen.set(seenKey, { group: last.last_group, groups: Number(last.group_count) });
+  if (fair) {
+    lastSeen.set(seenKey, last?.last_group != null
+      ? { group: last.last_group, groups: Number(last.group_count), at: Date.now() }
+      : { ...seen, groups: 0, at: Date.now() });
+  }
   return rows.sort((a, b) => Number(a.ord) - Number(b.ord)).map(toClaimed);
 }
 

@@ -126,6 +126,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const producer = new Producer({
     store, clock, queues, runnerId,
     names: [...registry.keys()], fair: options.fair,
+    limited: [...registry.values()].some((type) => type.concurrency !== undefined),
     until: () => clock.now() + remainingMs() - marginMs,
     onRetry: (err, tryNumber, waitMs) => log.warn("database error; retrying", { error: String(err), tryNumber, waitMs }),
   });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { claimJobs } from "../shared/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { FAIR_RECHECK_MS } from "../shared/claim.ts";
 import { defineJob } from "../shared/job.ts";
 import { releaseJobs } from "../shared/settle.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
@@ -33,6 +34,18 @@ describe.each(drivers)("fair claiming (%s driver)", (driver) => {
     expect(claimed).toHaveLength(10);
     // One job of every group first, in turn; the big group fills the rest.
     expect(claimed.slice(0, 6).map((j) => j.id)).toEqual(expect.arrayContaining(small));
+  });
+
+  it("a queue that showed one group is claimed in plain order, and a new group gets its share within FAIR_RECHECK_MS", async () => {
+    const queue = freshQueue();
+    await many(queue, "big", 200);
+    expect(await claim(queue, 5)).toHaveLength(5); // a fair claim: one group seen
+    const [small] = await many(queue, "small", 1);
+    const next = await claim(queue, 5); // plain: the small group's job waits behind
+    expect(next.map((j) => j.id)).not.toContain(small!.id);
+    await new Promise((r) => setTimeout(r, FAIR_RECHECK_MS + 20));
+    const fair = await claim(queue, 5);
+    expect(fair.slice(0, 2).map((j) => j.id)).toContain(small!.id);
   });
 
   it("without fairness (a queue that opts out) the big backlog comes first", async () => {
@@ -121,7 +134,8 @@ describe("the fair claim's cost (pg driver)", () => {
 
   /** Pages the claim touches, rolled back. */
   async function claimBuffers(queue: string): Promise<{ buffers: number; plan: string; seqScans: string[] }> {
-    const { CLAIM_FAIR } = await import("../shared/claim-sql.ts");
+    const { CLAIMS } = await import("../shared/claim-sql.ts");
+    const CLAIM_FAIR = CLAIMS.fair.limited;
     const { sql } = await import("../shared/db.ts");
     const client = await t.admin.connect();
     try {

@@ -24,6 +24,8 @@ export interface ProducerOptions {
   names: readonly string[];
   /** False: claim in priority order, ignoring groups (see `ClaimArgs.fair`). */
   fair?: boolean;
+  /** Whether any of `names` declares a concurrency limit (see `ClaimArgs.limited`). */
+  limited?: boolean;
   runnerId: string;
   /** The latest local time a retried query may still start. */
   until: () => number;
@@ -54,6 +56,7 @@ export class Producer {
       const jobs = await this.retry(() =>
         claimJobs(this.o.store, {
           queue, runnerId: this.o.runnerId, limit: want, maxLeaseMs, suspects, names: this.o.names, fair: this.o.fair,
+          limited: this.o.limited,
         }),
       );
       if (!suspects) this.drained = jobs.length < want;
