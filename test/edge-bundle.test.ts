@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 
 /**
  * The enqueue path (core enqueue, Neon driver, Hono, the job registry, and
- * the whole API app) must run on edge runtimes, which have no Node built-ins.
+ * the whole API app) and the edge consumer (runner, scheduler, rescuer) must
+ * run on edge runtimes, which have no Node built-ins.
  * Bundled for a neutral, browser-like platform, any such import fails.
  */
 
@@ -46,7 +47,7 @@ async function bundleForEdge(entry: string): Promise<{ errors: Message[]; bytes:
 }
 
 describe("edge runtimes", () => {
-  it.each(["examples/edge-signup.ts", "functions/api/app.ts"])("bundles %s with no Node built-in", async (entry) => {
+  it.each(["examples/edge-signup.ts", "functions/api/app.ts", "functions/edge/worker.ts"])("bundles %s with no Node built-in", async (entry) => {
     const { errors, bytes } = await bundleForEdge(entry);
     expect(errors.map((e) => e.text)).toEqual([]);
     expect(bytes).toBeGreaterThan(10_000);
