@@ -55,6 +55,8 @@ export const WORKERS_CRON_WALL_MS = 15 * 60_000;
 const edgeRunnerSchema = z.object({
   queues: z.array(z.string().min(1)).min(1),
   slots: z.number().int().min(1).max(100).default(10),
+  /** Jobs claimed ahead of the free slots; default adaptive (see `WorkerOptions.prefetch`). */
+  prefetch: z.number().int().min(0).max(1_000).optional(),
   /**
    * Wall time one runner invocation may take: Workers have no remaining-time
    * clock, so the runner counts down from this budget.

@@ -128,3 +128,28 @@ export async function enqueueOnEdge(mf: Miniflare, jobs: { name: string; payload
   if (res.status !== 201 && res.status !== 200) throw new Error(`enqueue answered ${res.status}: ${await res.text()}`);
   return ((await res.json()) as { jobs: { id: string }[] }).jobs.map((j) => j.id);
 }
+
+/** Starts one edge runner directly (as the scheduler does), returning its response. */
+export function postRun(mf: Miniflare, body: object, secret: string | null = RUNNER_SECRET) {
+  return mf.dispatchFetch("https://edge/leasehold/run", {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(secret === null ? {} : { "x-leasehold-runner-secret": secret }) },
+    body: JSON.stringify(body),
+  });
+}
+
+/** Runs one edge runner to its end and returns its summary. */
+export async function runOnEdge(mf: Miniflare, runner = "edge-runner"): Promise<Record<string, unknown>> {
+  const res = await postRun(mf, { runner, invocationId: crypto.randomUUID() });
+  if (res.status !== 200) throw new Error(`runner answered ${res.status}: ${await res.text()}`);
+  return JSON.parse(await res.text()) as Record<string, unknown>;
+}
+
+/** Polls `check` every 50 ms until it holds, failing after `ms`. */
+export async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
