@@ -123,6 +123,9 @@ describe("the edge runner's invariants, in workerd", () => {
     const id = (await enqueueJobs(db, [job(type("edge.record"), { n: 1, firstSleepMs: 60_000 })]))[0]!.id;
     void postRun(edge, { runner: "edge-runner", invocationId: "killed" }).catch(() => {});
     await until(() => oracle.some((h) => h.event === "start"), 10_000, "the handler's start");
+    // Killed once its start is on record, so the death charges the attempt.
+    await until(async () => (await db.admin.query(
+      `select 1 from "${db.schema}".jobs where id = $1 and handler_started`, [id])).rowCount === 1, 10_000, "the start mark");
     await edge.dispose();
     mf = undefined;
     // Rescue from a fresh instance once the 4 s lease has expired.

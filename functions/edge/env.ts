@@ -10,15 +10,20 @@ import type { WorkerLog } from "../../shared/worker.ts";
  * by miniflare). Workers have no process environment: everything is here.
  */
 export interface EdgeEnv {
-  DATABASE_URL: string;
+  /**
+   * Secrets: plain bindings (tests, wrangler), or linked SST secrets, which
+   * SST binds as `SST_RESOURCE_<Name>` JSON (`DatabaseUrl`, `RunnerSecret`,
+   * `ApiToken`): read them with `edgeSecret`.
+   */
+  DATABASE_URL?: string;
   /** Shared by the scheduler and the runner Worker: a runner request must carry it. */
-  RUNNER_SECRET: string;
-  /** The runner Worker, as a service binding... */
-  RUNNER?: { fetch(input: RequestInfo, init?: RequestInit): Promise<Response> };
-  /** ...or as a URL (`https://.../leasehold/run`). */
-  RUNNER_URL?: string;
+  RUNNER_SECRET?: string;
   /** The API's bearer token; without it the Worker serves no API routes. */
   API_TOKEN?: string;
+  /** The runner Worker as a service binding (infra links it under this name)... */
+  EdgeRunner?: { fetch(input: RequestInfo, init?: RequestInit): Promise<Response> };
+  /** ...or as a URL (`https://.../leasehold/run`). */
+  RUNNER_URL?: string;
   LEASEHOLD_SCHEMA?: string;
   /** The configuration as JSON, when not the bundled `shared/config.ts` (tests). */
   LEASEHOLD_CONFIG?: string;
@@ -33,6 +38,22 @@ export interface WaitUntil {
   waitUntil(promise: Promise<unknown>): void;
 }
 
+const LINKED = { DATABASE_URL: "DatabaseUrl", RUNNER_SECRET: "RunnerSecret", API_TOKEN: "ApiToken" } as const;
+
+/** A secret from its plain binding, else from the SST link SST made for it. */
+export function edgeSecret(env: EdgeEnv, name: keyof typeof LINKED): string | undefined {
+  const plain = env[name];
+  if (plain) return plain;
+  const linked = (env as unknown as Record<string, unknown>)[`SST_RESOURCE_${LINKED[name]}`];
+  if (typeof linked !== "string") return undefined;
+  try {
+    const value = (JSON.parse(linked) as { value?: unknown }).value;
+    return typeof value === "string" && value ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function edgeConfig(env: EdgeEnv): { config: Config; edge: EdgeConfig } {
   const config = env.LEASEHOLD_CONFIG ? defineConfig(JSON.parse(env.LEASEHOLD_CONFIG)) : bundledConfig;
   if (!config.edge) throw new Error("config.edge is not set: this deployment runs no edge consumer");
@@ -45,7 +66,9 @@ export function edgeSchema(env: EdgeEnv): string {
 
 /** A Neon pool over WebSocket for one invocation; end it before the invocation ends. */
 export function openEdgePool(env: EdgeEnv, max: number): Pool {
-  return createNeonPool(env.DATABASE_URL, { max, wsProxy: env.LEASEHOLD_WS_PROXY });
+  const url = edgeSecret(env, "DATABASE_URL");
+  if (!url) throw new Error("no database URL: link the DatabaseUrl secret or bind DATABASE_URL");
+  return createNeonPool(url, { max, wsProxy: env.LEASEHOLD_WS_PROXY });
 }
 
 /**

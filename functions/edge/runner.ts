@@ -4,7 +4,7 @@ import type { Registry } from "../../shared/job.ts";
 import { runSession } from "../../shared/session.ts";
 import type { WorkerSummary } from "../../shared/worker.ts";
 import { tokenMatches } from "../api/auth.ts";
-import { edgeConfig, edgeLog, edgeReportDeaths, edgeSchema, openEdgePool, type EdgeEnv, type WaitUntil } from "./env.ts";
+import { edgeConfig, edgeLog, edgeReportDeaths, edgeSchema, edgeSecret, openEdgePool, type EdgeEnv, type WaitUntil } from "./env.ts";
 
 /**
  * The edge runner: one Worker invocation per runner, started by the edge
@@ -29,7 +29,8 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
   const startedAt = Date.now();
   // Compared in constant time, even when missing, so timing tells nothing.
   const given = request.headers.get(SECRET_HEADER) ?? "";
-  if (!env.RUNNER_SECRET || !(await tokenMatches(env.RUNNER_SECRET, given)) || !given) {
+  const secret = edgeSecret(env, "RUNNER_SECRET");
+  if (!secret || !(await tokenMatches(secret, given)) || !given) {
     return Response.json({ error: "unauthorized" }, { status: 401 });
   }
   if (request.method !== "POST") return Response.json({ error: "method not allowed" }, { status: 405 });
@@ -81,15 +82,15 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
 export async function startEdgeRunner(env: EdgeEnv, runner: string, invocationId: string): Promise<{ finished: Promise<string> }> {
   const init: RequestInit = {
     method: "POST",
-    headers: { [SECRET_HEADER]: env.RUNNER_SECRET, "content-type": "application/json" },
+    headers: { [SECRET_HEADER]: edgeSecret(env, "RUNNER_SECRET") ?? "", "content-type": "application/json" },
     body: JSON.stringify({ runner, invocationId }),
   };
-  const response = env.RUNNER
-    ? await env.RUNNER.fetch(`https://runner${RUN_PATH}`, init)
+  const response = env.EdgeRunner
+    ? await env.EdgeRunner.fetch(`https://runner${RUN_PATH}`, init)
     : env.RUNNER_URL
       ? await fetch(env.RUNNER_URL, init)
       : null;
-  if (!response) throw new Error("neither the RUNNER binding nor RUNNER_URL is set");
+  if (!response) throw new Error("neither the EdgeRunner binding nor RUNNER_URL is set");
   if (!response.ok) throw new Error(`runner answered ${response.status}: ${await response.text()}`);
   return { finished: response.text() };
 }

@@ -9,7 +9,7 @@ import { registry as bundledRegistry } from "../../jobs/index.ts";
 import type { Registry } from "../../shared/job.ts";
 import { servingRules } from "../../shared/serving.ts";
 import { createApp } from "../api/app.ts";
-import { edgeConfig, edgeLog, edgeSchema, openEdgePool, type EdgeEnv, type WaitUntil } from "./env.ts";
+import { edgeConfig, edgeLog, edgeSchema, edgeSecret, openEdgePool, type EdgeEnv, type WaitUntil } from "./env.ts";
 import { runEdgeRescuer } from "./rescuer.ts";
 import { handleRun, RUN_PATH } from "./runner.ts";
 import { runEdgeScheduler } from "./scheduler.ts";
@@ -26,12 +26,13 @@ export function createEdgeWorker(options: { registry: Registry }) {
   return {
     async fetch(request: Request, env: EdgeEnv, ctx: WaitUntil): Promise<Response> {
       if (new URL(request.url).pathname === RUN_PATH) return handleRun(request, env, ctx, registry);
-      if (!env.API_TOKEN) return Response.json({ error: "not found" }, { status: 404 });
+      const token = edgeSecret(env, "API_TOKEN");
+      if (!token) return Response.json({ error: "not found" }, { status: 404 });
       const { config } = edgeConfig(env);
       // The app opens a pool per request and ends it before answering.
       const app = createApp({
         registry,
-        token: env.API_TOKEN,
+        token,
         logger: edgeLog,
         serving: servingRules(config),
         openStore: () => {

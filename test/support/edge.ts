@@ -92,7 +92,7 @@ export async function startEdge(o: EdgeOptions): Promise<Miniflare> {
       API_TOKEN,
     },
     serviceBindings: {
-      RUNNER: kCurrentWorker,
+      EdgeRunner: kCurrentWorker,
       ORACLE: async (request: MfRequest) => {
         const url = new URL(request.url);
         const q = url.searchParams;
