@@ -46,8 +46,8 @@ const runnerSchema = z.object({
 /**
  * Workers limits that bind an edge runner: an invocation holds at most 6
  * connections at once (its Neon WebSockets and its handlers' fetches share
- * them), and a Cron Trigger invocation, which holds its runners' responses,
- * lives at most 15 minutes.
+ * them). A runner's wall-time budget is capped at 15 minutes: the scheduler's
+ * Cron Trigger invocation holds each runner's response until it ends.
  */
 export const WORKERS_MAX_CONNECTIONS = 6;
 export const WORKERS_CRON_WALL_MS = 15 * 60_000;
