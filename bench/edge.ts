@@ -1,8 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import WebSocket from "ws";
+import { bundleEdgeWorker } from "../dev/edge-bundle.ts";
 import { startWsRelay } from "../dev/ws-relay.ts";
 import { RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { createNeonPool } from "../shared/drivers/neon.ts";
@@ -21,7 +20,6 @@ import { round } from "./stats.ts";
  * driver over the same local WebSocket relay; and the edge runner's CPU time
  * (the workerd process's, read from /proc) priced at Workers Paid rates.
  */
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const SCHEMA = "leasehold";
 const SECRET = "bench-runner-secret-0123456789abcdef";
 
@@ -45,14 +43,6 @@ function workerdCpuMs(): number {
     }
   }
   return ms;
-}
-
-async function bundle(): Promise<string> {
-  const r = await build({
-    absWorkingDir: ROOT, entryPoints: ["bench/edge-worker.ts"], bundle: true, write: false, format: "esm",
-    platform: "neutral", mainFields: ["module", "main"], conditions: ["workerd", "worker", "browser"], logLevel: "silent",
-  });
-  return r.outputFiles[0]!.text;
 }
 
 export async function runEdgeBench(ctx: BenchContext, n: number) {
@@ -87,7 +77,7 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
     // The edge runner, in workerd, one invocation.
     await enqueueJobs(store, specs);
     mf = new Miniflare({
-      modules: true, script: await bundle(), compatibilityDate: "2026-04-01",
+      modules: true, script: await bundleEdgeWorker("bench/edge-worker.ts"), compatibilityDate: "2026-04-01",
       bindings: {
         DATABASE_URL: dsn, LEASEHOLD_WS_PROXY: relay.address, RUNNER_SECRET: SECRET,
         LEASEHOLD_CONFIG: JSON.stringify({

@@ -2,6 +2,7 @@ import { builtinModules } from "node:module";
 import { fileURLToPath } from "node:url";
 import { build, type Message, type Plugin } from "esbuild";
 import { describe, expect, it } from "vitest";
+import { edgeBuildOptions } from "../dev/edge-bundle.ts";
 
 /**
  * The enqueue path (core enqueue, Neon driver, Hono, the job registry, and
@@ -28,18 +29,7 @@ const refuseNodeBuiltins: Plugin = {
 
 async function bundleForEdge(entry: string): Promise<{ errors: Message[]; bytes: number }> {
   try {
-    const result = await build({
-      absWorkingDir: root,
-      entryPoints: [entry],
-      bundle: true,
-      write: false,
-      format: "esm",
-      platform: "neutral",
-      mainFields: ["module", "main"],
-      conditions: ["worker", "browser"],
-      plugins: [refuseNodeBuiltins],
-      logLevel: "silent",
-    });
+    const result = await build({ ...edgeBuildOptions(entry), plugins: [refuseNodeBuiltins] });
     return { errors: result.errors, bytes: result.outputFiles[0]!.contents.length };
   } catch (err) {
     return { errors: (err as { errors: Message[] }).errors, bytes: 0 };

@@ -1,5 +1,4 @@
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { bundleEdgeWorker } from "../../dev/edge-bundle.ts";
 import { Miniflare, kCurrentWorker, type Request as MfRequest } from "miniflare";
 import { inject } from "vitest";
 import { databaseUrl } from "./db.ts";
@@ -10,23 +9,12 @@ import { databaseUrl } from "./db.ts";
  * runner bound to itself, reaching the test Postgres through the WebSocket
  * relay, and its oracle a function here.
  */
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const bundles = new Map<string, Promise<string>>();
 
 export function bundleWorker(entry = "test/fixtures/edge/worker.ts"): Promise<string> {
   let bundle = bundles.get(entry);
   if (!bundle) {
-    bundle = build({
-      absWorkingDir: root,
-      entryPoints: [entry],
-      bundle: true,
-      write: false,
-      format: "esm",
-      platform: "neutral",
-      mainFields: ["module", "main"],
-      conditions: ["workerd", "worker", "browser"],
-      logLevel: "silent",
-    }).then((r) => r.outputFiles[0]!.text);
+    bundle = bundleEdgeWorker(entry);
     bundles.set(entry, bundle);
   }
   return bundle;
