@@ -50,7 +50,7 @@ const runnerSchema = z.object({
  * Cron Trigger invocation holds each runner's response until it ends.
  */
 export const WORKERS_MAX_CONNECTIONS = 6;
-export const WORKERS_CRON_WALL_MS = 15 * 60_000;
+export const EDGE_MAX_WALL_MS = 15 * 60_000;
 
 const edgeRunnerSchema = z.object({
   queues: z.array(z.string().min(1)).min(1),
@@ -61,7 +61,7 @@ const edgeRunnerSchema = z.object({
    * Wall time one runner invocation may take: Workers have no remaining-time
    * clock, so the runner counts down from this budget.
    */
-  wallMs: z.number().int().min(5_000).max(WORKERS_CRON_WALL_MS).default(60_000),
+  wallMs: z.number().int().min(5_000).max(EDGE_MAX_WALL_MS).default(60_000),
   /** CPU time limit of the runner Worker (`limits.cpu_ms`); 30 s by default on Workers Paid. */
   cpuMs: z.number().int().min(10).max(300_000).default(30_000),
   maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
