@@ -1,3 +1,4 @@
+import { closePool } from "../../shared/db.ts";
 import { describeDeaths } from "../../shared/deaths.ts";
 import { pruneRunners } from "../../shared/fleet.ts";
 import type { Registry } from "../../shared/job.ts";
@@ -32,6 +33,6 @@ export async function runEdgeRescuer(env: EdgeEnv, registry: Registry): Promise<
     edgeLog.info("rescue done", summary);
     return summary;
   } finally {
-    await pool.end().catch(() => {});
+    await closePool(pool);
   }
 }

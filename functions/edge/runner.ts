@@ -1,3 +1,4 @@
+import { closePool } from "../../shared/db.ts";
 import { z } from "zod";
 import { RUNNER_MARGIN_MS } from "../../shared/config.ts";
 import type { Registry } from "../../shared/job.ts";
@@ -69,7 +70,7 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
       summary = { error: String(err) };
       edgeLog.error("runner failed; its leases will be rescued", { runnerId, runner: name, error: String(err) });
     } finally {
-      await pool.end().catch(() => {});
+      await closePool(pool);
     }
     await writer.write(new TextEncoder().encode(`${JSON.stringify(summary)}\n`)).catch(() => {});
     await writer.close().catch(() => {});

@@ -1,3 +1,4 @@
+import { closePool } from "../../shared/db.ts";
 import { WORKERS_MAX_CONNECTIONS } from "../../shared/config.ts";
 import { schedulePass } from "../../shared/fanout.ts";
 import type { Registry } from "../../shared/job.ts";
@@ -55,7 +56,7 @@ export async function runEdgeScheduler(env: EdgeEnv, ctx: WaitUntil, registry: R
       await new Promise((r) => setTimeout(r, Math.max(0, edge.scheduler.pollMs - (Date.now() - passAt))));
     }
   } finally {
-    await pool.end().catch(() => {});
+    await closePool(pool);
   }
   // The cron invocation stays alive while its runners run.
   const all = Promise.all(held);
