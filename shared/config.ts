@@ -57,6 +57,8 @@ const edgeRunnerSchema = z.object({
   slots: z.number().int().min(1).max(100).default(10),
   /** Jobs claimed ahead of the free slots; default adaptive (see `WorkerOptions.prefetch`). */
   prefetch: z.number().int().min(0).max(1_000).optional(),
+  /** As for Lambda runners: share each claim between the groups with ready jobs; false: priority order only. */
+  fair: z.boolean().default(true),
   /**
    * Wall time one runner invocation may take: Workers have no remaining-time
    * clock, so the runner counts down from this budget.
