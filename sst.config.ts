@@ -12,6 +12,8 @@ export default $config({
       removal: input?.stage === "production" ? "retain" : "remove",
       protect: ["production"].includes(input?.stage),
       home: "aws",
+      // Cloudflare is used only when config.edge is set (infra/edge.ts).
+      providers: { aws: "7.20.0", cloudflare: "6.15.0" },
     };
   },
   async run() {
@@ -19,6 +21,7 @@ export default $config({
     await import("./infra/migrate.ts");
     const { api, rescuer, runners } = await import("./infra/functions.ts");
     await import("./infra/crons.ts");
+    const { edge } = await import("./infra/edge.ts");
     const { alarmTopic } = await import("./infra/alarms.ts");
     const { dashboard } = await import("./infra/dashboard.ts");
     return {
@@ -28,6 +31,7 @@ export default $config({
       deathLogGroups: [...Object.values(runners), rescuer].map((fn) => $interpolate`/aws/lambda/${fn.name}`),
       alarmTopic: alarmTopic.arn,
       dashboard: dashboard.dashboardName,
+      ...(edge ? { edgeApi: edge.runner.url } : {}),
     };
   },
 });

@@ -1,5 +1,6 @@
 import { backlogPhase } from "./backlog.ts";
 import { bundlePhase } from "./bundle.ts";
+import { edgePhase } from "./edge.ts";
 import { fairTenantsPhase } from "./fair-tenants.ts";
 import type { LibId } from "./lib.ts";
 import { scaleOutPhase } from "./scale-out.ts";
@@ -32,5 +33,6 @@ export function defaultPlan(quick: boolean): Phase[] {
     backlogPhase("ahead", quick ? 10_000 : 100_000, quick ? "10k" : "100k"),
     fairTenantsPhase,
     bundlePhase,
+    edgePhase,
   ];
 }

@@ -1,3 +1,4 @@
+import { edgeSection } from "./report-edge.ts";
 import type { BenchResults } from "./driver.ts";
 import type { LibId } from "./lib.ts";
 import { scaleOutSection } from "./report-scale-out.ts";
@@ -185,6 +186,9 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
       out.push(`Largest inputs: ${(b.top_inputs as { input: string; kb: number }[]).map((t) => `${t.input} ${t.kb} KB`).join(", ")}.`, "");
     }
   }
+
+  const edgeRun = r.phases["edge-execute"]?.runs.leasehold?.[0] as Record<string, any> | undefined;
+  if (edgeRun && !("error" in edgeRun)) out.push(...edgeSection(edgeRun));
 
   out.push("## Exactly once", "");
   out.push("Every execute and hop run checks a per-job run counter in the worker and the database state afterwards (Leasehold: every job `succeeded`, `attempts` = 1, one `succeeded` attempt row each). " +

@@ -50,19 +50,5 @@ export function openPool(max: number): Pool {
   });
 }
 
-/** How long a function waits for its pool to close before it returns anyway. */
-export const POOL_CLOSE_MS = 2_000;
-
-/**
- * Closes an invocation's pool, but never waits on it for more than
- * `POOL_CLOSE_MS`: a connection gone silent would hold `end()` until the
- * function's timeout, turning finished work into a timed-out invocation.
- */
-export async function closePool(pool: Pool): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    pool.end().catch(() => {}),
-    new Promise<void>((resolve) => (timer = setTimeout(resolve, POOL_CLOSE_MS))),
-  ]);
-  clearTimeout(timer);
-}
+// Re-exported: every function closes its pool this way, on Lambda and on the edge.
+export { closePool, POOL_CLOSE_MS } from "../shared/db.ts";

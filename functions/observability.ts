@@ -1,6 +1,6 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
-import type { DeadJob } from "../shared/deaths.ts";
+import { deathFields, type DeadJob } from "../shared/deaths.ts";
 import { Dimension, Metric, METRICS_NAMESPACE, SERVICE_NAME, type MetricName } from "../shared/metrics-names.ts";
 import type { WorkerLog } from "../shared/worker.ts";
 
@@ -42,7 +42,7 @@ export function publishPerQueue(values: Map<string, [MetricName, Unit, number][]
  */
 export function reportDeaths(deaths: readonly DeadJob[], alwaysPublish = false): void {
   for (const d of deaths) {
-    logger.error("job dead", { jobId: d.id, queue: d.queue, name: d.name, attempts: d.attempts, reasons: d.reasons });
+    logger.error("job dead", deathFields(d));
   }
   if (deaths.length === 0 && !alwaysPublish) return;
   const service = serviceMetrics();

@@ -1,12 +1,11 @@
 import type { Context } from "aws-lambda";
 import { z } from "zod";
 import { config, RUNNER_MARGIN_MS } from "../shared/config.ts";
-import { HEARTBEAT_MS, renewRunner, startRunner, stopRunner } from "../shared/fleet.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
-import { runWorker, type WorkerSummary } from "../shared/worker.ts";
+import { runSession } from "../shared/session.ts";
+import type { WorkerSummary } from "../shared/worker.ts";
 import { closePool, openPool, schema } from "./env.ts";
 import { registry } from "./registry.ts";
-import { describeDeaths } from "../shared/deaths.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
 
 /**
@@ -41,40 +40,22 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
   const counts = new Map<string, Record<"succeeded" | "failed" | "timeout", number>>();
   const pool = openPool(POOL_SIZE);
   const store = { db: pool, schema: schema() };
-  // The heartbeat keeps this runner counted as supply while it can still take
-  // a job of the longest lease its queues allow; after that (or if it dies)
-  // the scheduler stops counting it and may start a fresh runner.
-  let deaths: Promise<void> = Promise.resolve();
   let stale = 0;
-  const heartbeat = setInterval(() => {
-    const retiring = context.getRemainingTimeInMillis() - RUNNER_MARGIN_MS < runnerConfig.maxLeaseMs;
-    if (retiring) clearInterval(heartbeat);
-    (retiring ? stopRunner(store, invocationId) : renewRunner(store, invocationId)).catch((err) =>
-      logger.warn("runner heartbeat failed", { error: String(err) }),
-    );
-  }, HEARTBEAT_MS);
   try {
-    // Announcing itself is best effort: the heartbeat retries, and the loop
-    // below rides out (or cleanly gives up on) a database that is not there.
-    await startRunner(store, { id: invocationId, runner: name, requestId: runnerId }).catch((err) =>
-      logger.warn("could not announce runner", { error: String(err) }));
-    const summary = await runWorker({
-      store, registry, queues, runnerId,
+    const summary = await runSession({
+      store, registry, queues, runnerId, invocationId,
+      runner: name,
+      requestId: runnerId,
+      // A job with a longer lease is unserved, for this runner as for the scheduler.
+      maxLeaseMs: runnerConfig.maxLeaseMs,
       slots: runnerConfig.slots,
       fair: runnerConfig.fair,
       remainingMs: () => context.getRemainingTimeInMillis(),
       marginMs: RUNNER_MARGIN_MS,
-      // A job with a longer lease is unserved, for this runner as for the scheduler.
-      maxLeaseMs: runnerConfig.maxLeaseMs,
       idleMs: runnerConfig.idleMs,
       pollMs: runnerConfig.pollMs,
       log: workerLog,
-      // Each death is described and reported as it happens: a runner that
-      // dies next loses none of them.
-      onDead: (ids) => {
-        deaths = deaths.then(() => describeDeaths(store, ids)).then(reportDeaths, (err) =>
-          logger.error("could not describe dead jobs", { jobIds: ids, error: String(err) }));
-      },
+      reportDeaths,
       onSettled: (e) => {
         if (!e.accepted || e.outcome === "released") return;
         const c = counts.get(e.queue) ?? { succeeded: 0, failed: 0, timeout: 0 };
@@ -89,9 +70,6 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
     logger.info("runner done", { ...summary });
     return summary;
   } finally {
-    await deaths;
-    clearInterval(heartbeat);
-    await stopRunner(store, invocationId).catch((err) => logger.warn("could not deregister runner", { error: String(err) }));
     await closePool(pool);
     const perQueue = new Map<string, [MetricName, Unit, number][]>();
     for (const [queue, c] of counts) {

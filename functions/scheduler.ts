@@ -2,10 +2,8 @@ import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import type { Context } from "aws-lambda";
 import { randomUUID } from "node:crypto";
 import { config } from "../shared/config.ts";
-import { reserveRunners, runnersToStart, stopRunner } from "../shared/fleet.ts";
 import type { Pool } from "../shared/db.ts";
-import { claimable } from "../shared/serving.ts";
-import { countReady } from "../shared/stats.ts";
+import { schedulePass as sharedPass } from "../shared/fanout.ts";
 import { closePool, openPool, schema } from "./env.ts";
 import { logger } from "./observability.ts";
 import { registry } from "./registry.ts";
@@ -46,49 +44,27 @@ const invokeRunner: InvokeRunner = (name, id) =>
   lambda.send(new InvokeCommand({ FunctionName: runnerFunction(name), InvocationType: "Event", Payload: JSON.stringify({ invocationId: id }) }));
 
 /**
- * One look at demand and the fan-out it needs. `invoked` counts the
- * invocations Lambda accepted; a refused one is logged and its reservation
- * dropped, and it counts for nothing.
+ * One look at demand and the fan-out it needs (the shared `schedulePass`).
+ * `invoked` counts the invocations Lambda accepted; a refused one is logged
+ * and its reservation dropped, and it counts for nothing.
  */
 export async function schedulePass(pool: Pool, schemaName: string, invoke: InvokeRunner = invokeRunner): Promise<{ ready: number; invoked: number }> {
-  const store = { db: pool, schema: schemaName };
-  const runners = Object.entries(config.runners);
-  const ready = new Map<string, number>();
-  for (const [name, r] of runners) {
-    const cap = r.slots * r.maxConcurrency + 1;
-    ready.set(name, await countReady(store, claimable({ runners: { [name]: r } }, registry.keys()), cap));
-  }
-  const total = [...ready.values()].reduce((a, b) => a + b, 0);
-  if (total === 0) return { ready: 0, invoked: 0 };
-
-  const decided = await reserveRunners(pool, schemaName, (live) => {
-    let budget = Math.floor(config.connectionBudget / config.connectionsPerRunner) - [...live.values()].reduce((a, b) => a + b, 0);
-    const plan = new Map<string, string[]>();
-    for (const [name, r] of runners) {
-      const n = runnersToStart({ ready: ready.get(name) ?? 0, live: live.get(name) ?? 0, slots: r.slots, maxConcurrency: r.maxConcurrency, budget });
-      budget -= n;
-      plan.set(name, Array.from({ length: n }, () => randomUUID()));
-    }
-    return plan;
+  const result = await sharedPass({
+    pool,
+    schema: schemaName,
+    runners: Object.entries(config.runners),
+    names: registry.keys(),
+    maxRunners: Math.floor(config.connectionBudget / config.connectionsPerRunner),
+    newId: randomUUID,
+    invoke: async (name, id) => {
+      await invoke(name, id);
+    },
+    onInvokeError: (name, err) => logger.error("runner invoke failed", { runner: name, error: String(err) }),
   });
-
-  const invocations = [...decided].flatMap(([name, ids]) => ids.map((id) => ({ name, id })));
-  const invoked = new Map<string, number>();
-  await Promise.all(
-    invocations.map(async ({ name, id }) => {
-      try {
-        await invoke(name, id);
-        invoked.set(name, (invoked.get(name) ?? 0) + 1);
-      } catch (err) {
-        logger.error("runner invoke failed", { runner: name, error: String(err) });
-        await stopRunner(store, id).catch(() => {});
-      }
-    }),
-  );
-  if (invocations.length > 0) {
-    logger.info("runners invoked", { ready: Object.fromEntries(ready), invoked: Object.fromEntries(invoked) });
+  if (result.reserved > 0) {
+    logger.info("runners invoked", { ready: Object.fromEntries(result.ready), invoked: Object.fromEntries(result.invoked) });
   }
-  return { ready: total, invoked: [...invoked.values()].reduce((a, b) => a + b, 0) };
+  return { ready: result.total, invoked: [...result.invoked.values()].reduce((a, b) => a + b, 0) };
 }
 
 export async function handler(event: unknown, context: Context): Promise<{ passes: number; invoked: number }> {

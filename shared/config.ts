@@ -43,6 +43,54 @@ const runnerSchema = z.object({
   fair: z.boolean().default(true),
 });
 
+/**
+ * Workers limits that bind an edge runner: an invocation holds at most 6
+ * connections at once (its Neon WebSockets and its handlers' fetches share
+ * them). A runner's wall-time budget is capped at 15 minutes: the scheduler's
+ * Cron Trigger invocation holds each runner's response until it ends.
+ */
+export const WORKERS_MAX_CONNECTIONS = 6;
+export const EDGE_MAX_WALL_MS = 15 * 60_000;
+
+const edgeRunnerSchema = z.object({
+  queues: z.array(z.string().min(1)).min(1),
+  slots: z.number().int().min(1).max(100).default(10),
+  /** Jobs claimed ahead of the free slots; default adaptive (see `WorkerOptions.prefetch`). */
+  prefetch: z.number().int().min(0).max(1_000).optional(),
+  /** As for Lambda runners: share each claim between the groups with ready jobs; false: priority order only. */
+  fair: z.boolean().default(true),
+  /**
+   * Wall time one runner invocation may take: Workers have no remaining-time
+   * clock, so the runner counts down from this budget.
+   */
+  wallMs: z.number().int().min(5_000).max(EDGE_MAX_WALL_MS).default(60_000),
+  /** CPU time limit of the runner Worker (`limits.cpu_ms`); 30 s by default on Workers Paid. */
+  cpuMs: z.number().int().min(10).max(300_000).default(30_000),
+  maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
+  idleMs: z.number().int().positive().default(DEFAULT_RUNNER_IDLE_MS),
+  pollMs: z.number().int().min(10).default(DEFAULT_RUNNER_POLL_MS),
+  maxConcurrency: z.number().int().min(1).max(1_000).default(10),
+});
+
+/** The consumer on Cloudflare Workers, beside (or instead of) the Lambda runners. */
+const edgeSchema = z.object({
+  runners: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), edgeRunnerSchema).prefault({
+    "edge-runner": { queues: [DEFAULT_QUEUE] },
+  }),
+  /** Neon connections per runner invocation; the rest of the 6 are left to its handlers. */
+  connectionsPerRunner: z.number().int().min(1).max(WORKERS_MAX_CONNECTIONS - 1).default(3),
+  scheduler: z
+    .object({
+      /** Cron expression of the scheduler's Cron Trigger (Workers cron syntax). */
+      schedule: z.string().default("* * * * *"),
+      /** How long one scheduler invocation keeps fanning out. */
+      wallMs: z.number().int().min(1_000).default(50_000),
+      pollMs: z.number().int().min(100).default(1_000),
+    })
+    .prefault({}),
+  rescuer: z.object({ schedule: z.string().default("* * * * *") }).prefault({}),
+});
+
 export const configSchema = z
   .object({
     schema: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/).default(DEFAULT_SCHEMA),
@@ -91,6 +139,8 @@ export const configSchema = z
       .prefault({}),
     /** Finished jobs older than this are pruned by the rescuer. */
     retentionDays: z.number().int().positive().default(7),
+    /** Set to run the consumer on Cloudflare Workers too (see docs/deploy.md); unset, Lambda only. */
+    edge: edgeSchema.optional(),
   })
   .superRefine((config, ctx) => {
     for (const [name, runner] of Object.entries(config.runners)) {
@@ -102,10 +152,24 @@ export const configSchema = z
         });
       }
     }
+    for (const [name, runner] of Object.entries(config.edge?.runners ?? {})) {
+      if (name in config.runners) {
+        ctx.addIssue({ code: "custom", path: ["edge", "runners", name], message: `"${name}" is already a Lambda runner` });
+      }
+      if (runner.maxLeaseMs + RUNNER_MARGIN_MS > runner.wallMs) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["edge", "runners", name, "wallMs"],
+          message: `wall-time budget ${runner.wallMs}ms cannot cover a ${runner.maxLeaseMs}ms lease plus the ${RUNNER_MARGIN_MS}ms margin`,
+        });
+      }
+    }
   });
 
 export type Config = z.output<typeof configSchema>;
 export type RunnerConfig = Config["runners"][string];
+export type EdgeConfig = NonNullable<Config["edge"]>;
+export type EdgeRunnerConfig = EdgeConfig["runners"][string];
 
 export function defineConfig(input: z.input<typeof configSchema> = {}): Config {
   return configSchema.parse(input);

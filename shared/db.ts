@@ -70,3 +70,20 @@ export async function transaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<
     client.release();
   }
 }
+
+/** How long an invocation waits for its pool to close before it returns anyway. */
+export const POOL_CLOSE_MS = 2_000;
+
+/**
+ * Closes an invocation's pool, but never waits on it for more than
+ * `POOL_CLOSE_MS`: a connection gone silent would hold `end()` until the
+ * invocation times out, turning finished work into a failed invocation.
+ */
+export async function closePool(pool: Pool): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    pool.end().catch(() => {}),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, POOL_CLOSE_MS))),
+  ]);
+  clearTimeout(timer);
+}

@@ -30,3 +30,8 @@ export async function describeDeaths(store: Store, ids: readonly string[]): Prom
   const { rows } = await store.db.query<DeadJob>(sql(store.schema, DESCRIBE_DEATHS), [ids]);
   return rows;
 }
+
+/** The fields of a job's `"job dead"` log line, the same on every platform. */
+export function deathFields(d: DeadJob): Record<string, unknown> {
+  return { jobId: d.id, queue: d.queue, name: d.name, attempts: d.attempts, reasons: d.reasons };
+}

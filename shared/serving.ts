@@ -1,6 +1,6 @@
 /**
  * Which jobs some runner could ever run: its queue must be served by a runner
- * in the config, its lease must fit that runner's `maxLeaseMs`, and its type
+ * in the config (Lambda or edge), its lease must fit that runner's `maxLeaseMs`, and its type
  * must be in the runners' registry. Enqueue refuses the rest when it is given
  * these rules (the API and CLI pass the deployment's; the core checks nothing
  * without them); a job that gets in anyway (written by a newer deploy) is
@@ -8,15 +8,17 @@
  */
 import type { RunnerConfig } from "./config.ts";
 
-/** The runners as serving sees them: the queues each serves and the longest lease each allows. */
-export type Runners = { runners: Readonly<Record<string, Pick<RunnerConfig, "queues" | "maxLeaseMs">>> };
+type Served = Readonly<Record<string, Pick<RunnerConfig, "queues" | "maxLeaseMs">>>;
+
+/** The runners as serving sees them (Lambda and edge): the queues each serves and the longest lease each allows. */
+export type Runners = { runners: Served; edge?: { runners: Served } };
 
 /** Each served queue with the longest lease any runner serving it allows. */
 export type ServingRules = ReadonlyMap<string, number>;
 
 export function servingRules(config: Runners): ServingRules {
   const rules = new Map<string, number>();
-  for (const runner of Object.values(config.runners)) {
+  for (const runner of [...Object.values(config.runners), ...Object.values(config.edge?.runners ?? {})]) {
     for (const queue of runner.queues) rules.set(queue, Math.max(rules.get(queue) ?? 0, runner.maxLeaseMs));
   }
   return rules;

@@ -27,3 +27,22 @@ describe("the deployment's configuration and the app's job types", () => {
     );
   });
 });
+
+describe("the edge consumer's configuration", () => {
+  it("is off unless set, and defaults an edge runner on the default queue when set", () => {
+    expect(defineConfig({}).edge).toBeUndefined();
+    const edge = defineConfig({ edge: {} }).edge!;
+    expect(Object.keys(edge.runners)).toEqual(["edge-runner"]);
+    expect(edge.runners["edge-runner"]!.maxLeaseMs + RUNNER_MARGIN_MS).toBeLessThanOrEqual(edge.runners["edge-runner"]!.wallMs);
+  });
+
+  it("refuses an edge runner whose wall-time budget cannot cover its longest lease, and one named like a Lambda runner", () => {
+    expect(() => defineConfig({ edge: { runners: { e: { queues: ["q"], wallMs: 20_000, maxLeaseMs: 16_000 } } } })).toThrow(/wallMs|wall-time/);
+    expect(() => defineConfig({ runners: { r: { queues: ["q"] } }, edge: { runners: { r: { queues: ["q"] } } } })).toThrow(/already a Lambda runner/);
+  });
+
+  it("leaves a runner invocation at least one of the Workers' 6 connections for its handlers", () => {
+    expect(() => defineConfig({ edge: { connectionsPerRunner: 6 } })).toThrow();
+    expect(defineConfig({ edge: { connectionsPerRunner: 5 } }).edge!.connectionsPerRunner).toBe(5);
+  });
+});

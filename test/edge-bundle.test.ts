@@ -2,10 +2,12 @@ import { builtinModules } from "node:module";
 import { fileURLToPath } from "node:url";
 import { build, type Message, type Plugin } from "esbuild";
 import { describe, expect, it } from "vitest";
+import { edgeBuildOptions } from "../dev/edge-bundle.ts";
 
 /**
  * The enqueue path (core enqueue, Neon driver, Hono, the job registry, and
- * the whole API app) must run on edge runtimes, which have no Node built-ins.
+ * the whole API app) and the edge consumer (runner, scheduler, rescuer) must
+ * run on edge runtimes, which have no Node built-ins.
  * Bundled for a neutral, browser-like platform, any such import fails.
  */
 
@@ -27,18 +29,7 @@ const refuseNodeBuiltins: Plugin = {
 
 async function bundleForEdge(entry: string): Promise<{ errors: Message[]; bytes: number }> {
   try {
-    const result = await build({
-      absWorkingDir: root,
-      entryPoints: [entry],
-      bundle: true,
-      write: false,
-      format: "esm",
-      platform: "neutral",
-      mainFields: ["module", "main"],
-      conditions: ["worker", "browser"],
-      plugins: [refuseNodeBuiltins],
-      logLevel: "silent",
-    });
+    const result = await build({ ...edgeBuildOptions(entry), plugins: [refuseNodeBuiltins] });
     return { errors: result.errors, bytes: result.outputFiles[0]!.contents.length };
   } catch (err) {
     return { errors: (err as { errors: Message[] }).errors, bytes: 0 };
@@ -46,7 +37,7 @@ async function bundleForEdge(entry: string): Promise<{ errors: Message[]; bytes:
 }
 
 describe("edge runtimes", () => {
-  it.each(["examples/edge-signup.ts", "functions/api/app.ts"])("bundles %s with no Node built-in", async (entry) => {
+  it.each(["examples/edge-signup.ts", "functions/api/app.ts", "functions/edge/worker.ts"])("bundles %s with no Node built-in", async (entry) => {
     const { errors, bytes } = await bundleForEdge(entry);
     expect(errors.map((e) => e.text)).toEqual([]);
     expect(bytes).toBeGreaterThan(10_000);

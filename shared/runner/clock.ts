@@ -29,3 +29,14 @@ export function pause(clock: Clock, ms: number): { done: Promise<void>; wake: ()
   });
   return { done, wake };
 }
+
+/**
+ * Resolves on the next turn of the event loop, after the I/O callbacks and
+ * microtasks already queued: `setImmediate` where there is one (Node), else
+ * `setTimeout(0)` (Workers, browsers). Not a clock wait: test clocks do not
+ * drive it.
+ */
+export function nextTurn(): Promise<void> {
+  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+  return new Promise<void>((resolve) => (immediate ? immediate(resolve) : setTimeout(resolve, 0)));
+}

@@ -1,6 +1,6 @@
 import type { Store } from "../db.ts";
 import { settledEarlier, settleJobs, type Failure, type Lease, type SettleBatch } from "../settle.ts";
-import type { Clock } from "./clock.ts";
+import { nextTurn, type Clock } from "./clock.ts";
 import { backoffMs, isTransient } from "./transient.ts";
 
 /** An outcome to write, with the local time its lease runs out. */
@@ -110,7 +110,7 @@ export class Completer {
 
   private async flushAll(): Promise<void> {
     // Let outcomes of the same tick join this batch.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
     while (this.started.length + this.backlog() > 0) {
       await this.flushOnce();
     }

@@ -1,0 +1,103 @@
+import { config as bundledConfig, defineConfig, type Config, type EdgeConfig } from "../../shared/config.ts";
+import { DEFAULT_SCHEMA } from "../../shared/config.ts";
+import { deathFields, type DeadJob } from "../../shared/deaths.ts";
+import type { Pool } from "../../shared/db.ts";
+import { createNeonPool } from "../../shared/drivers/neon.ts";
+import type { WorkerLog } from "../../shared/worker.ts";
+
+/**
+ * What the edge Worker gets from its bindings (set in infra/edge.ts; in tests,
+ * by miniflare). Workers have no process environment: everything is here.
+ */
+export interface EdgeEnv {
+  /**
+   * Secrets: plain bindings (tests, wrangler), or linked SST secrets, which
+   * SST binds as `SST_RESOURCE_<Name>` JSON (`DatabaseUrl`, `RunnerSecret`,
+   * `ApiToken`): read them with `edgeSecret`.
+   */
+  DATABASE_URL?: string;
+  /** Shared by the scheduler and the runner Worker: a runner request must carry it. */
+  RUNNER_SECRET?: string;
+  /** The API's bearer token; without it the Worker serves no API routes. */
+  API_TOKEN?: string;
+  /** The runner Worker as a service binding (infra links it under this name)... */
+  EdgeRunner?: { fetch(input: RequestInfo, init?: RequestInit): Promise<Response> };
+  /** ...or as a URL (`https://.../leasehold/run`). */
+  RUNNER_URL?: string;
+  LEASEHOLD_SCHEMA?: string;
+  /** The configuration as JSON, when not the bundled `shared/config.ts` (tests). */
+  LEASEHOLD_CONFIG?: string;
+  /** Local development and tests only: a WebSocket-to-TCP relay ("host:port") in front of a plain Postgres. */
+  LEASEHOLD_WS_PROXY?: string;
+  /** Optional Workers Analytics Engine dataset: one data point per dead job. */
+  LEASEHOLD_METRICS?: { writeDataPoint(point: { blobs?: string[]; doubles?: number[]; indexes?: string[] }): void };
+}
+
+/** Keeps work alive after the response (Workers' ExecutionContext). */
+export interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+const LINKED = { DATABASE_URL: "DatabaseUrl", RUNNER_SECRET: "RunnerSecret", API_TOKEN: "ApiToken" } as const;
+
+/** A secret from its plain binding, else from the SST link SST made for it. */
+export function edgeSecret(env: EdgeEnv, name: keyof typeof LINKED): string | undefined {
+  const plain = env[name];
+  if (plain) return plain;
+  const linked = (env as unknown as Record<string, unknown>)[`SST_RESOURCE_${LINKED[name]}`];
+  if (typeof linked !== "string") return undefined;
+  try {
+    const value = (JSON.parse(linked) as { value?: unknown }).value;
+    return typeof value === "string" && value ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function edgeConfig(env: EdgeEnv): { config: Config; edge: EdgeConfig } {
+  const config = env.LEASEHOLD_CONFIG ? defineConfig(JSON.parse(env.LEASEHOLD_CONFIG)) : bundledConfig;
+  if (!config.edge) throw new Error("config.edge is not set: this deployment runs no edge consumer");
+  return { config, edge: config.edge };
+}
+
+export function edgeSchema(env: EdgeEnv): string {
+  return env.LEASEHOLD_SCHEMA ?? DEFAULT_SCHEMA;
+}
+
+/** A Neon pool over WebSocket for one invocation; end it before the invocation ends. */
+export function openEdgePool(env: EdgeEnv, max: number): Pool {
+  const url = edgeSecret(env, "DATABASE_URL");
+  if (!url) throw new Error("no database URL: link the DatabaseUrl secret or bind DATABASE_URL");
+  return createNeonPool(url, { max, wsProxy: env.LEASEHOLD_WS_PROXY });
+}
+
+/**
+ * Structured logs: one JSON object per line on the console, which Workers
+ * Logs (and Logpush) index by field, as CloudWatch does the Lambda's.
+ */
+function line(level: "info" | "warn" | "error", message: string, fields?: Record<string, unknown>): void {
+  const entry = JSON.stringify({ level, message, service: "leasehold", ...fields });
+  if (level === "error") console.error(entry);
+  else if (level === "warn") console.warn(entry);
+  else console.log(entry);
+}
+
+export const edgeLog: WorkerLog = {
+  info: (message, fields) => line("info", message, fields),
+  warn: (message, fields) => line("warn", message, fields),
+  error: (message, fields) => line("error", message, fields),
+};
+
+/**
+ * Deaths on the edge: the same `"job dead"` line per job as on Lambda, and a
+ * data point in the Analytics Engine dataset when one is bound (the counter
+ * an alert can watch; see docs/deploy.md).
+ */
+export function edgeReportDeaths(env: EdgeEnv): (deaths: DeadJob[]) => void {
+  return (deaths) => {
+    for (const d of deaths) {
+      edgeLog.error("job dead", deathFields(d));
+      env.LEASEHOLD_METRICS?.writeDataPoint({ blobs: ["job dead", d.queue, d.name], doubles: [1], indexes: [d.queue] });
+    }
+  };
+}

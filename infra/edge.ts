@@ -1,0 +1,64 @@
+/**
+ * The consumer on Cloudflare Workers, when `config.edge` is set: one Worker
+ * (`functions/edge/worker.ts`) serving the runner route and the API, and a
+ * Cron Worker (the same module) whose Cron Triggers run the scheduler and
+ * the rescuer, starting runners through a service binding to the first. It
+ * sits next to the Lambda runners (or instead of them, with `runners: {}`),
+ * on the same database and migrations. See docs/deploy.md, "On the edge".
+ */
+import { config, type EdgeConfig } from "../shared/config.ts";
+import { migration } from "./migrate.ts";
+import { apiToken, databaseUrl } from "./secrets.ts";
+
+/** Workers cron syntax: five fields (minute hour day-of-month month day-of-week). */
+export function checkWorkersCron(text: string): string {
+  if (text.trim().split(/\s+/).length !== 5) throw new Error(`not a Workers cron expression (five fields): ${JSON.stringify(text)}`);
+  return text;
+}
+
+/** Compatibility for the bundle: plain Workers APIs, no Node.js compatibility layer. */
+const compatibility = { date: "2026-04-01", flags: [] as string[] };
+
+function deployEdge(edge: EdgeConfig) {
+  /** Shared by the edge scheduler and the runner Worker; set it with `npx sst secret set RunnerSecret <value>`. */
+  const runnerSecret = new sst.Secret("RunnerSecret");
+  const cpuMs = Math.max(...Object.values(edge.runners).map((r) => r.cpuMs));
+  const environment = { LEASEHOLD_SCHEMA: config.schema };
+
+  const runner = new sst.cloudflare.Worker("EdgeRunner", {
+    handler: "functions/edge/worker.ts",
+    // The API on the edge is served from this Worker's URL too.
+    url: true,
+    compatibility,
+    link: [databaseUrl, apiToken, runnerSecret],
+    environment,
+    transform: {
+      worker: (args, opts) => {
+        // The CPU time one runner invocation may use (Workers Paid: up to 5 min).
+        args.limits = { cpuMs };
+        // New code goes live only after this deploy's migrations ran (on AWS).
+        opts.dependsOn = [migration];
+      },
+    },
+  });
+
+  const schedules = [...new Set([edge.scheduler.schedule, edge.rescuer.schedule].map(checkWorkersCron))];
+  const cron = new sst.cloudflare.Cron("EdgeCron", {
+    worker: {
+      handler: "functions/edge/worker.ts",
+      compatibility,
+      // Linking the runner Worker makes the `EdgeRunner` service binding.
+      link: [databaseUrl, runnerSecret, runner],
+      environment,
+      transform: {
+        worker: (_args, opts) => {
+          opts.dependsOn = [migration];
+        },
+      },
+    },
+    schedules,
+  });
+  return { runner, cron };
+}
+
+export const edge = config.edge ? deployEdge(config.edge) : undefined;

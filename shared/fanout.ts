@@ -1,0 +1,87 @@
+import type { Pool } from "./db.ts";
+import { reserveRunners, runnersToStart, stopRunner } from "./fleet.ts";
+import { claimable } from "./serving.ts";
+import { countReady } from "./stats.ts";
+
+/**
+ * One scheduler pass, whatever starts the runners (a Lambda invoke, a fetch
+ * to a runner Worker): look at demand per runner (ready jobs it can claim:
+ * its queues, the job types it knows, leases it allows), reserve the invocations the
+ * live runners will not absorb (under the scheduler lock, within each
+ * runner's maximum concurrency and the connection budget), then start each.
+ * An invocation that could not be started gives its reservation back.
+ */
+
+export interface RunnerDemandSpec {
+  queues: string[];
+  maxLeaseMs: number;
+  slots: number;
+  maxConcurrency: number;
+}
+
+export interface PassOptions {
+  pool: Pool;
+  schema: string;
+  /** The runners this scheduler starts, by name. */
+  runners: ReadonlyArray<readonly [string, RunnerDemandSpec]>;
+  /** The job types the runners were deployed with: only jobs a runner can claim are demand. */
+  names: Iterable<string>;
+  /** Runner invocations the database connection budget allows in all, live ones (of any scheduler) included. */
+  maxRunners: number;
+  /** Most invocations this pass may start (e.g. the connections a Worker has left to hold them). */
+  maxStarts?: number;
+  /** Starts runner `name` with reservation `invocationId`; a throw gives the reservation back. */
+  invoke: (name: string, invocationId: string) => Promise<void>;
+  onInvokeError?: (name: string, err: unknown) => void;
+  newId?: () => string;
+}
+
+export interface PassResult {
+  /** Ready jobs per runner (each count capped). */
+  ready: Map<string, number>;
+  total: number;
+  /** Invocations reserved, started or not. */
+  reserved: number;
+  /** Invocations started per runner. */
+  invoked: Map<string, number>;
+}
+
+export async function schedulePass(o: PassOptions): Promise<PassResult> {
+  const store = { db: o.pool, schema: o.schema };
+  const newId = o.newId ?? (() => crypto.randomUUID());
+  const names = [...o.names];
+  const ready = new Map<string, number>();
+  for (const [name, r] of o.runners) {
+    const cap = r.slots * r.maxConcurrency + 1;
+    ready.set(name, await countReady(store, claimable({ runners: { [name]: r } }, names), cap));
+  }
+  const total = [...ready.values()].reduce((a, b) => a + b, 0);
+  const invoked = new Map<string, number>();
+  if (total === 0) return { ready, total, reserved: 0, invoked };
+
+  const decided = await reserveRunners(o.pool, o.schema, (live) => {
+    let budget = Math.min(o.maxRunners - [...live.values()].reduce((a, b) => a + b, 0), o.maxStarts ?? Number.POSITIVE_INFINITY);
+    const plan = new Map<string, string[]>();
+    for (const [name, r] of o.runners) {
+      const n = runnersToStart({ ready: ready.get(name) ?? 0, live: live.get(name) ?? 0, slots: r.slots, maxConcurrency: r.maxConcurrency, budget });
+      budget -= n;
+      plan.set(name, Array.from({ length: n }, newId));
+    }
+    return plan;
+  });
+
+  await Promise.all(
+    [...decided].flatMap(([name, ids]) =>
+      ids.map(async (id) => {
+        try {
+          await o.invoke(name, id);
+          invoked.set(name, (invoked.get(name) ?? 0) + 1);
+        } catch (err) {
+          o.onInvokeError?.(name, err);
+          await stopRunner(store, id).catch(() => {});
+        }
+      }),
+    ),
+  );
+  return { ready, total, reserved: [...decided.values()].reduce((n, ids) => n + ids.length, 0), invoked };
+}
