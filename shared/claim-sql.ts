@@ -91,6 +91,26 @@ with picked as (
 ), groups as (select null::text as g, 0 as turn where $6::text is null and $7::integer is null)`;
 
 /**
+ * The claim itself, over the jobs `a` it takes: the attempt and the run
+ * counted (invariant 1), a fresh lease token (invariant 4), the start mark
+ * cleared; `extra` narrows which of them it takes.
+ */
+const claimUpdate = (from: "admitted" | "picked", extra: string) => `update leasehold.jobs j
+set status = 'running',
+    attempts = j.attempts + 1,
+    runs = j.runs + 1,
+    handler_started = false,
+    lease_token = gen_random_uuid(),
+    lease_expires_at = now() + j.lease_ms * interval '1 millisecond',
+    runner_id = $4::text,
+    started_at = now()
+from ${from} a
+where j.id = a.id ${extra}
+returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
+          j.lease_token::text, j.runs, j.start_first, a.ord,
+          (select g from groups order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count`;
+
+/**
  * Limits, then the claim. A picked job with a concurrency key is claimed only
  * if its key's row is locked here (SKIP LOCKED: a key another claimer is
  * admitting right now waits for the next claim) or is new and inserted here,
@@ -137,21 +157,7 @@ const CLAIM_TAIL = `, keyed as (
   on conflict do nothing
   returning key
 )
-update leasehold.jobs j
-set status = 'running',
-    attempts = j.attempts + 1,
-    runs = j.runs + 1,
-    handler_started = false,
-    lease_token = gen_random_uuid(),
-    lease_expires_at = now() + j.lease_ms * interval '1 millisecond',
-    runner_id = $4::text,
-    started_at = now()
-from admitted a
-where j.id = a.id
-  and (a.concurrency_key is null or a.concurrency_key in (select key from held union all select key from added))
-returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
-          j.lease_token::text, j.runs, j.start_first, a.ord,
-          (select g from groups order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count`;
+${claimUpdate("admitted", "and (a.concurrency_key is null or a.concurrency_key in (select key from held union all select key from added))")}`;
 
 /**
  * The claim for a runner none of whose job types has a concurrency limit: no
@@ -159,20 +165,7 @@ returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.
  * claim's cost, most of it planning) is left out.
  */
 const UNLIMITED_TAIL = `
-update leasehold.jobs j
-set status = 'running',
-    attempts = j.attempts + 1,
-    runs = j.runs + 1,
-    handler_started = false,
-    lease_token = gen_random_uuid(),
-    lease_expires_at = now() + j.lease_ms * interval '1 millisecond',
-    runner_id = $4::text,
-    started_at = now()
-from picked a
-where j.id = a.id
-returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
-          j.lease_token::text, j.runs, j.start_first, a.ord,
-          (select g from groups order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count`;
+${claimUpdate("picked", "")}`;
 
 /** The claim statements: by what is picked (fair, plain, suspects), and whether limits apply. */
 export const CLAIMS = {
