@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
-import { createSchedulerWaker } from "../functions/api/scheduler-waker.ts";
+import { createSchedulerWaker } from "../functions/waker.ts";
 import { config, functionSpecs } from "../shared/config.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
 import type { Registry } from "../shared/job.ts";
@@ -77,6 +77,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       functions: functionSpecs(config).filter((f) => f.name !== "api"),
       rootDir: ROOT,
       schedules: true,
+      schedulePrecisionMs: config.wake.precisionMs,
       maxConcurrency: Object.fromEntries(Object.entries(config.runners).map(([name, r]) => [name, r.maxConcurrency])),
       env: {
         DATABASE_URL: databaseUrl,
