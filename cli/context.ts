@@ -6,6 +6,8 @@ import { DEFAULT_SCHEMA } from "../shared/config.ts";
 import { schemaIdent, type Pool, type Store } from "../shared/db.ts";
 import type { Registry } from "../shared/job.ts";
 import { CliError, EXIT, usageError } from "./errors.ts";
+import { lambdaClient } from "../functions/aws.ts";
+import { atFallback, createSchedulerWaker } from "../functions/waker.ts";
 
 /**
  * The dev stack's embedded Postgres (`npm run dev`; port and password as in
@@ -42,6 +44,14 @@ export interface Context {
   output(data: unknown, human: () => string): void;
   /** A progress line on stderr, for long operations. */
   progress(line: string): void;
+  /**
+   * Wakes the scheduler after an enqueue or retry committed, as the API does:
+   * LEASEHOLD_SCHEDULER_FUNCTION names it, the AWS SDK finds credentials,
+   * region and endpoint (AWS_ENDPOINT_URL_LAMBDA for the dev stack) as usual.
+   * Unset, nothing is woken. A failed wake-up is a warning, never an error:
+   * the job is committed.
+   */
+  wake(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -144,6 +154,15 @@ export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = pro
     },
     progress(line) {
       process.stderr.write(`${line}\n`);
+    },
+    async wake() {
+      const functionName = env.LEASEHOLD_SCHEDULER_FUNCTION || undefined;
+      if (!functionName) return;
+      const waker = createSchedulerWaker(functionName, (err) => {
+        process.stderr.write(`warning: could not wake the scheduler (${String(err)}); the job starts at the next wake-up\n`);
+      }, lambdaClient(), atFallback(env));
+      waker.wake();
+      await waker.settled();
     },
     async close() {
       await pool?.end();
