@@ -5,6 +5,7 @@ import pg from "pg";
 import { DEFAULT_SCHEMA } from "../shared/config.ts";
 import { schemaIdent, type Pool, type Store } from "../shared/db.ts";
 import type { Registry } from "../shared/job.ts";
+import type { RecurringJob } from "../shared/recurring.ts";
 import { CliError, EXIT, usageError } from "./errors.ts";
 import { lambdaClient } from "../functions/aws.ts";
 import { atFallback, createSchedulerWaker } from "../functions/waker.ts";
@@ -40,6 +41,8 @@ export interface Context {
   store(): Store;
   /** The job types of `--jobs` (default `jobs/index.ts`). */
   registry(): Promise<Registry>;
+  /** The recurring jobs the same module exports as `recurring` (none when it exports none). */
+  recurring(): Promise<RecurringJob[]>;
   /** The command's result: `data` as one JSON document with --json, else the human text. */
   output(data: unknown, human: () => string): void;
   /** A progress line on stderr, for long operations. */
@@ -149,6 +152,11 @@ export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = pro
     pool: getPool,
     store: () => ({ db: getPool(), schema }),
     registry: () => (registry ??= loadRegistry(values.jobs)),
+    async recurring() {
+      await (registry ??= loadRegistry(values.jobs)); // checks the module, with the CLI's errors
+      const file = values.jobs ? resolve(process.cwd(), values.jobs) : DEFAULT_JOBS_MODULE;
+      return ((await import(pathToFileURL(file).href)) as { recurring?: RecurringJob[] }).recurring ?? [];
+    },
     output(data, human) {
       process.stdout.write(json ? `${JSON.stringify(data, null, 2)}\n` : `${human()}\n`);
     },

@@ -7,7 +7,7 @@
  */
 import { Logger } from "@aws-lambda-powertools/logger";
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
-import { registry } from "../jobs/index.ts";
+import { recurring, registry } from "../jobs/index.ts";
 import { config } from "../shared/config.ts";
 import { createNeonPool } from "../shared/drivers/neon.ts";
 import { SERVICE_NAME } from "../shared/metrics-names.ts";
@@ -35,6 +35,7 @@ export const app = createApp({
   waker,
   logger,
   serving: servingRules(config),
+  recurring,
   openStore: () => {
     const pool = createNeonPool(env.databaseUrl, { max: 2, wsProxy: env.wsProxy, webSocketConstructor });
     return { store: { db: pool, schema: env.schema }, close: () => pool.end() };

@@ -1,6 +1,6 @@
 import { Cron } from "croner";
 import type { z } from "zod";
-import { sql, transaction, type Pool } from "./db.ts";
+import { sql, transaction, type Pool, type Store } from "./db.ts";
 import { enqueue } from "./enqueue.ts";
 import type { JobType } from "./job.ts";
 
@@ -91,8 +91,8 @@ select name, max(tick_at) as tick_at from leasehold.recurring_ticks where name =
 
 /** Each recurring job with its last enqueued tick and next run: what the API, CLI and dashboard list. */
 export async function listRecurring(
-  store: { db: Pool | { query: Pool["query"] }; schema: string }, jobs: readonly RecurringJob[], nowMs = Date.now(),
-): Promise<{ name: string; jobName: string; cron: string; timeZone: string; missed: string; lastTickAt: Date | null; nextRunAt: Date | null }[]> {
+  store: Store, jobs: readonly RecurringJob[], nowMs = Date.now(),
+): Promise<{ name: string; jobName: string; cron: string; timeZone: string; missed: RecurringJob["missed"]; lastTickAt: Date | null; nextRunAt: Date | null }[]> {
   const { rows } = await store.db.query<{ name: string; tick_at: Date }>(sql(store.schema, LAST_TICKS), [jobs.map((j) => j.name)]);
   const last = new Map(rows.map((r) => [r.name, new Date(r.tick_at)]));
   return jobs.map((j) => ({

@@ -149,6 +149,14 @@ describe("the leasehold CLI", () => {
     }
   });
 
+  it("lists the recurring jobs of --jobs with their cron, time zone and next run", async () => {
+    const [human, json] = await Promise.all([cli(["recurring"]), cli(["recurring", "--json"])]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^NAME +JOB +CRON +TIME ZONE +MISSED +LAST TICK +NEXT RUN\nreport\.daily +report\.generate +0 6 \* \* \* +Europe\/Paris +skip +- +\d{4}-/);
+    expect(json.json.recurring).toEqual([expect.objectContaining({ name: "report.daily", cron: "0 6 * * *", timeZone: "Europe/Paris", lastTickAt: null })]);
+    expect(new Date(json.json.recurring[0].nextRunAt).getUTCMinutes()).toBe(0);
+  });
+
   it("refuses a bad payload with 2, naming the field, and writes nothing", async () => {
     const before = await countJobs();
     const [human, json, unknownType, notJson, badPriority, badDelay, badQueue, unservedQueue] = await Promise.all([

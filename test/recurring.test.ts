@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineJob } from "../shared/job.ts";
+import { createApp } from "../functions/api/app.ts";
+import { createRegistry, defineJob } from "../shared/job.ts";
 import { defineRecurring, enqueueTick, latestTick, listRecurring, nextTick } from "../shared/recurring.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 import { startStack, until, type Stack } from "./support/stack.ts";
@@ -78,5 +79,27 @@ describe("a recurring tick through the scheduler function", () => {
     expect(await runs()).toBe(1);
     const ticks = await s.t.admin.query(`select name, job_id from "${s.t.schema}".recurring_ticks`);
     expect(ticks.rows).toEqual([{ name: "stamp.yearly", job_id: expect.any(String) }]);
+  });
+});
+
+describe("recurring jobs listed by the API", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg");
+  });
+  afterAll(() => t.drop());
+
+  it("GET /v1/recurring lists each recurring job with its cron, time zone, last tick and next run", async () => {
+    const token = "recurring-test-token-0123456789";
+    const app = createApp({ registry: createRegistry([ping]), token, store: t, recurring: [everyMinute] });
+    await enqueueTick(t.pool, t.schema, everyMinute, new Date("2026-12-01T12:00:00Z"), start);
+    const res = await app.request("/v1/recurring", { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { recurring: Record<string, unknown>[] };
+    expect(body.recurring).toEqual([{
+      name: "ping.minutely", jobName: "ping", cron: "* * * * *", timeZone: "UTC", missed: "skip",
+      lastTickAt: "2026-12-01T12:00:00.000Z", nextRunAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/),
+    }]);
+    expect(Date.parse(body.recurring[0]!.nextRunAt as string)).toBeGreaterThan(Date.now());
   });
 });
