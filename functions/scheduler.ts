@@ -5,7 +5,7 @@ import { z } from "zod";
 import { config } from "../shared/config.ts";
 import type { Pool } from "../shared/db.ts";
 import { describeDeaths } from "../shared/deaths.ts";
-import { earliestDue, nextDue, releaseWatch, watchDue } from "../shared/due.ts";
+import { nextDue, releaseWatch, watchDue } from "../shared/due.ts";
 import { schedulePass as sharedPass } from "../shared/fanout.ts";
 import { rescueExpiredLeases } from "../shared/rescue.ts";
 import { claimable } from "../shared/serving.ts";
@@ -23,12 +23,13 @@ import { enqueueRecurringTick, enqueueTicksSince, loadRecurring, nextRecurringTi
  * due. Woken by an enqueue (API, CLI, an app's waker, a runner's follow-up),
  * by a one-time schedule it armed, by a recurring job's schedule, or by the
  * daily safety-net cron, it loops: a pass (count ready jobs, fan out runner
- * invocations), rescue of expired leases, then the next due time decides
- * (shared/wake-plan.ts): return (nothing queued or running: idle, no
- * connection until the next enqueue), sleep toward it with the pool closed
- * (and start runners `startLeadMs` early, told to wait for it), arm an
- * EventBridge `at()` schedule ahead of it by its 60 s precision, or hand over
- * to a fresh invocation. One invocation watches at a time (`watchDue`).
+ * invocations), rescue of expired leases, an `at()` schedule at the earliest
+ * running lease's expiry (a runner may die), then the next due job or tick
+ * decides (shared/wake-plan.ts): return (nothing queued: no connection until
+ * the next enqueue), sleep toward it with the pool closed (and start runners
+ * `startLeadMs` early, told to wait for it), arm an EventBridge `at()`
+ * schedule ahead of it by its 60 s precision, or hand over to a fresh
+ * invocation. One invocation watches at a time (`watchDue`).
  */
 
 /** While jobs are queued or running, the rescuer (metrics, pruning) is invoked this often. */
@@ -108,6 +109,17 @@ export async function handler(event: unknown, context: Context): Promise<{ passe
   let passes = 0;
   let invoked = 0;
   let ahead: { horizonMs: number; waitUntil: number } | undefined;
+  let leaseArmedMs: number | null = null;
+  /** Arms a one-time schedule that starts a scheduler at `atMs` (up to its precision late). */
+  const arm = async (atMs: number, dueMs: number) => {
+    await armWake(await (eventBridge ??= schedulerClient()), {
+      prefix: functionName("LEASEHOLD_WAKE_PREFIX", "leasehold-wake"),
+      functionArn: context.invokedFunctionArn.split(":").slice(0, 7).join(":"),
+      roleArn: functionName("LEASEHOLD_WAKE_ROLE_ARN", "arn:aws:iam::123456789012:role/leasehold-wake"),
+      groupName: process.env.LEASEHOLD_WAKE_GROUP || undefined,
+    }, atMs, { ...WAKE_EVENT, armedFor: new Date(dueMs).toISOString() });
+    logger.info("wake armed", { at: new Date(atMs).toISOString(), due: new Date(dueMs).toISOString() });
+  };
   let plan = "idle";
   try {
     await loadRecurring();
@@ -128,28 +140,32 @@ export async function handler(event: unknown, context: Context): Promise<{ passe
         reportDeaths(await describeDeaths(store(), rescued.deadIds));
         if (rescued.rescued + rescued.refunded + rescued.dead > 0) continue;
       }
-      const earliest = earliestDue(due);
-      if (earliest && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
+      if ((due.runAt || due.leaseExpiresAt) && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
         lastRescuerAt = Date.now();
         await invokeAsync(lambda, functionName("LEASEHOLD_RESCUER_FUNCTION", "rescuer"), {}).catch((err) =>
           logger.warn("rescuer invoke failed", { error: String(err) }));
       }
       // Due times on the database's clock, turned into this process's.
       const nowMs = Date.now();
-      const jobDueMs = earliest && nowMs + Math.max(earliest.getTime() - due.now.getTime(), pass.ready > 0 ? pollMs : 0);
+      const local = (d: Date) => nowMs + (d.getTime() - due.now.getTime());
+      // A running job's lease is watched by an at() schedule, never by a
+      // sleeping scheduler: most leases end in a settle, and sleeping toward
+      // each would bill the scheduler for every running job's lease.
+      if (due.leaseExpiresAt) {
+        const leaseMs = Math.ceil(local(due.leaseExpiresAt) / 1000) * 1000;
+        if (leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs) {
+          await arm(leaseMs, leaseMs);
+          leaseArmedMs = leaseMs;
+        }
+      }
+      const jobDueMs = due.runAt && Math.max(local(due.runAt), pass.ready > 0 ? nowMs + pollMs : 0);
       const tickMs = nextRecurringTickMs(nowMs);
       const dueMs = jobDueMs === null ? tickMs : tickMs === null ? jobDueMs : Math.min(jobDueMs, tickMs);
       const next = planWake({ nowMs, dueMs, remainingMs: leftMs() - pollMs, timing: config.wake });
       plan = next.kind;
       if (next.kind === "idle") break;
       if (next.kind === "arm") {
-        await armWake(await (eventBridge ??= schedulerClient()), {
-          prefix: functionName("LEASEHOLD_WAKE_PREFIX", "leasehold-wake"),
-          functionArn: context.invokedFunctionArn.split(":").slice(0, 7).join(":"),
-          roleArn: functionName("LEASEHOLD_WAKE_ROLE_ARN", "arn:aws:iam::123456789012:role/leasehold-wake"),
-          groupName: process.env.LEASEHOLD_WAKE_GROUP || undefined,
-        }, next.atMs, { ...WAKE_EVENT, armedFor: new Date(dueMs!).toISOString() });
-        logger.info("wake armed", { at: new Date(next.atMs).toISOString(), due: new Date(dueMs!).toISOString() });
+        await arm(next.atMs, dueMs!);
         break;
       }
       if (next.kind === "relay" && !relayed) {

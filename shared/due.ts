@@ -32,12 +32,6 @@ export async function nextDue(store: Store, can: Claimable): Promise<NextDue> {
   return { now: new Date(r.now), runAt: r.run_at && new Date(r.run_at), leaseExpiresAt: r.lease_expires_at && new Date(r.lease_expires_at) };
 }
 
-/** The earlier of the two, or null when nothing is queued or running. */
-export function earliestDue(due: NextDue): Date | null {
-  const times = [due.runAt, due.leaseExpiresAt].filter((t): t is Date => t !== null);
-  return times.length === 0 ? null : new Date(Math.min(...times.map((t) => t.getTime())));
-}
-
 const WATCH = `
 insert into leasehold.wake_watch as w (id, owner, due_at, watch_until)
 values (1, $1::text, $2::timestamptz, now() + $3::integer * interval '1 millisecond')
