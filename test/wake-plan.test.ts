@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { planWake } from "../shared/wake-plan.ts";
 import { fromAwsCron, toAwsCron } from "../shared/aws-cron.ts";
-import { nextScheduledTime } from "../dev/lambda/eventbridge.ts";
+import { createSchedules, nextScheduledTime } from "../dev/lambda/eventbridge.ts";
 
 const timing = { precisionMs: 60_000, startLeadMs: 2_000, armSlackMs: 3_000 };
 const now = Date.parse("2026-12-01T12:00:00Z");
@@ -46,5 +46,20 @@ describe("cron expressions between croner and EventBridge", () => {
     expect(nextScheduledTime(rate, now + 1, now)).toBe(now + 86_400_000);
     const cron = { Name: "c", ScheduleExpression: "cron(0 9 ? * 2-6 *)", ScheduleExpressionTimezone: "Europe/Paris", Target: { Arn: "x" } };
     expect(new Date(nextScheduledTime(cron, now, now)!).toISOString()).toBe("2026-12-02T08:00:00.000Z");
+  });
+});
+
+describe("the local EventBridge Scheduler", () => {
+  it("fires a one-time schedule weeks away at its time, not at once (Node's timers overflow after 24.8 days)", async () => {
+    const fired: string[] = [];
+    const schedules = createSchedules({ fire: (arn) => fired.push(arn), precisionMs: 10 });
+    const far = new Date(Date.now() + 40 * 86_400_000).toISOString().slice(0, 19);
+    const near = new Date(Date.now() + 1_000).toISOString().slice(0, 19);
+    schedules.create({ Name: "far", ScheduleExpression: `at(${far})`, ActionAfterCompletion: "DELETE", Target: { Arn: "far" } });
+    schedules.create({ Name: "near", ScheduleExpression: `at(${near})`, ActionAfterCompletion: "DELETE", Target: { Arn: "near" } });
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect(fired).toEqual(["near"]);
+    expect(schedules.list().map((d) => d.Name)).toEqual(["far"]);
+    schedules.close();
   });
 });

@@ -42,6 +42,8 @@ export interface Schedules {
 }
 
 export const AWS_SCHEDULE_PRECISION_MS = 60_000;
+/** The longest delay Node's setTimeout keeps (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The next time (epoch ms) a schedule comes due after `afterMs`, or null when it never will. */
 export function nextScheduledTime(def: ScheduleDefinition, afterMs: number, createdMs: number): number | null {
@@ -82,6 +84,13 @@ export function createSchedules(options: SchedulesOptions): Schedules {
     const dueMs = nextScheduledTime(entry.def, afterMs, createdMs);
     if (dueMs === null) return void entries.delete(k);
     const lateMs = options.jitter === "late" ? precisionMs - 1 : Math.floor(Math.random() * precisionMs);
+    const delayMs = Math.max(0, dueMs - Date.now()) + lateMs;
+    if (delayMs > MAX_TIMER_MS) {
+      // Node fires a longer timer at once: wait in steps instead (a schedule weeks away).
+      entry.timer = setTimeout(() => arm(k, afterMs, createdMs), MAX_TIMER_MS);
+      entry.timer.unref?.();
+      return;
+    }
     entry.timer = setTimeout(() => {
       const input = (entry.def.Target.Input ?? "{}").replaceAll("<aws.scheduler.scheduled-time>", new Date(dueMs).toISOString().replace(/\.\d{3}Z$/, "Z"));
       fired[entry.def.Name] = (fired[entry.def.Name] ?? 0) + 1;
@@ -90,7 +99,7 @@ export function createSchedules(options: SchedulesOptions): Schedules {
       const oneTime = entry.def.ScheduleExpression.startsWith("at(");
       if (oneTime && entry.def.ActionAfterCompletion === "DELETE") entries.delete(k);
       else if (!oneTime) arm(k, dueMs, createdMs);
-    }, Math.max(0, dueMs - Date.now()) + lateMs);
+    }, delayMs);
     entry.timer.unref?.();
   }
 
