@@ -9,7 +9,8 @@ import type { SchedulerClient } from "@aws-sdk/client-scheduler";
 
 /** One call, retries included. */
 export const AWS_CALL_TIMEOUT_MS = 2_000;
-const requestHandler = { connectionTimeout: 500, requestTimeout: 900 };
+// throwOnRequestTimeout: without it, this SDK only warns when a request exceeds requestTimeout.
+const requestHandler = { connectionTimeout: 500, requestTimeout: 900, throwOnRequestTimeout: true };
 
 export function lambdaClient(): LambdaClient {
   return new LambdaClient({ requestHandler, maxAttempts: 2 });
