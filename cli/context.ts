@@ -5,7 +5,10 @@ import pg from "pg";
 import { DEFAULT_SCHEMA } from "../shared/config.ts";
 import { schemaIdent, type Pool, type Store } from "../shared/db.ts";
 import type { Registry } from "../shared/job.ts";
+import type { RecurringJob } from "../shared/recurring.ts";
 import { CliError, EXIT, usageError } from "./errors.ts";
+import { lambdaClient } from "../functions/aws.ts";
+import { atFallback, createSchedulerWaker } from "../functions/waker.ts";
 
 /**
  * The dev stack's embedded Postgres (`npm run dev`; port and password as in
@@ -38,10 +41,20 @@ export interface Context {
   store(): Store;
   /** The job types of `--jobs` (default `jobs/index.ts`). */
   registry(): Promise<Registry>;
+  /** The recurring jobs the same module exports as `recurring` (none when it exports none). */
+  recurring(): Promise<RecurringJob[]>;
   /** The command's result: `data` as one JSON document with --json, else the human text. */
   output(data: unknown, human: () => string): void;
   /** A progress line on stderr, for long operations. */
   progress(line: string): void;
+  /**
+   * Wakes the scheduler after an enqueue or retry committed, as the API does:
+   * LEASEHOLD_SCHEDULER_FUNCTION names it, the AWS SDK finds credentials,
+   * region and endpoint (AWS_ENDPOINT_URL_LAMBDA for the dev stack) as usual.
+   * Unset, nothing is woken. A failed wake-up is a warning, never an error:
+   * the job is committed.
+   */
+  wake(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -139,11 +152,25 @@ export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = pro
     pool: getPool,
     store: () => ({ db: getPool(), schema }),
     registry: () => (registry ??= loadRegistry(values.jobs)),
+    async recurring() {
+      await (registry ??= loadRegistry(values.jobs)); // checks the module, with the CLI's errors
+      const file = values.jobs ? resolve(process.cwd(), values.jobs) : DEFAULT_JOBS_MODULE;
+      return ((await import(pathToFileURL(file).href)) as { recurring?: RecurringJob[] }).recurring ?? [];
+    },
     output(data, human) {
       process.stdout.write(json ? `${JSON.stringify(data, null, 2)}\n` : `${human()}\n`);
     },
     progress(line) {
       process.stderr.write(`${line}\n`);
+    },
+    async wake() {
+      const functionName = env.LEASEHOLD_SCHEDULER_FUNCTION || undefined;
+      if (!functionName) return;
+      const waker = createSchedulerWaker(functionName, (err) => {
+        process.stderr.write(`warning: could not wake the scheduler (${String(err)}); the job starts at the next wake-up\n`);
+      }, lambdaClient(), atFallback(env));
+      waker.wake();
+      await waker.settled();
     },
     async close() {
       await pool?.end();

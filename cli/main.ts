@@ -6,6 +6,7 @@ import { migrateCommand } from "./commands/migrate.ts";
 import { pruneCommand } from "./commands/prune.ts";
 import { retryCommand } from "./commands/retry.ts";
 import { statsCommand } from "./commands/stats.ts";
+import { recurringCommand } from "./commands/recurring.ts";
 import type { Command, Values } from "./command.ts";
 import { createContext, DEV_DATABASE_URL, maskUrl, secretsOf, type Context, type GlobalValues } from "./context.ts";
 import { EXIT, usageError } from "./errors.ts";
@@ -14,7 +15,7 @@ import { reportFailure } from "./report.ts";
 /** `leasehold`: the operator's command line for a Leasehold queue. */
 
 const COMMANDS: readonly Command[] = [
-  migrateCommand, enqueueCommand, jobsCommand, jobCommand, retryCommand, cancelCommand, statsCommand, pruneCommand,
+  migrateCommand, enqueueCommand, jobsCommand, jobCommand, retryCommand, cancelCommand, statsCommand, recurringCommand, pruneCommand,
 ];
 
 const GLOBAL_OPTIONS = {

@@ -30,6 +30,7 @@ Leasehold is running.
   API         ${stack.apiUrl}   (Authorization: Bearer ${stack.apiToken})
   Lambda      ${stack.lambdaUrl}   (local Invoke API: runner, scheduler, rescuer)
   Postgres    ${stack.databaseUrl.replace(/:[^:@/]+@/, ":***@")}
+  CLI wakes   export LEASEHOLD_SCHEDULER_FUNCTION=scheduler AWS_ENDPOINT_URL_LAMBDA=${stack.lambdaUrl} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 ${demo ? "Example jobs are being enqueued (--no-demo to stop that); the crashing one ends dead after 3 rescues." : ""}
 Ctrl-C stops everything.`);
 

@@ -1,13 +1,17 @@
 import { serve, type ServerType } from "@hono/node-server";
 import { LambdaClient } from "@aws-sdk/client-lambda";
+import { CreateScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
-import { createSchedulerWaker } from "../functions/api/scheduler-waker.ts";
+import { createSchedulerWaker } from "../functions/waker.ts";
 import { config, functionSpecs } from "../shared/config.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
 import type { Registry } from "../shared/job.ts";
+import { toAwsCron } from "../shared/aws-cron.ts";
+import type { RecurringJob } from "../shared/recurring.ts";
+import { functionArn } from "./lambda/lambda-env.ts";
 import { migrate } from "../shared/migrate.ts";
 import { servingRules } from "../shared/serving.ts";
 import { startEmbeddedPostgres, type RunningPostgres } from "./embedded-postgres.ts";
@@ -68,7 +72,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
     await migrate(pool, schema);
 
     const jobsModule = options.jobsModule ? resolve(options.jobsModule) : join(ROOT, "jobs", "index.ts");
-    const { registry } = (await import(pathToFileURL(jobsModule).href)) as { registry: Registry };
+    const { registry, recurring = [] } = (await import(pathToFileURL(jobsModule).href)) as { registry: Registry; recurring?: RecurringJob[] };
     if (!registry) throw new Error(`${jobsModule} does not export a registry`);
 
     const relay = await startWsRelay();
@@ -77,6 +81,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       functions: functionSpecs(config).filter((f) => f.name !== "api"),
       rootDir: ROOT,
       schedules: true,
+      schedulePrecisionMs: config.wake.precisionMs,
       maxConcurrency: Object.fromEntries(Object.entries(config.runners).map(([name, r]) => [name, r.maxConcurrency])),
       env: {
         DATABASE_URL: databaseUrl,
@@ -95,7 +100,25 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
     closers.push(async () => lambda.destroy());
     const apiToken = options.apiToken ?? randomBytes(24).toString("base64url");
     const waker = createSchedulerWaker("scheduler", () => {}, lambda);
-    const app = createApp({ registry, token: apiToken, waker, store: { db: pool, schema }, serving: servingRules(config) });
+    // The recurring jobs' schedules, as infra/wake.ts deploys them, on the local EventBridge Scheduler.
+    const eventBridge = new SchedulerClient({
+      endpoint: runtime.url, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    });
+    for (const job of recurring) {
+      await eventBridge.send(new CreateScheduleCommand({
+        Name: `recurring-${job.name.replace(/[^0-9a-zA-Z-_.]/g, "-")}`.slice(0, 64),
+        ScheduleExpression: toAwsCron(job.cron),
+        ScheduleExpressionTimezone: job.timeZone,
+        FlexibleTimeWindow: { Mode: "OFF" },
+        Target: {
+          Arn: functionArn("scheduler"),
+          RoleArn: "arn:aws:iam::123456789012:role/leasehold-wake",
+          Input: JSON.stringify({ source: "leasehold.recurring", name: job.name, scheduledTime: "<aws.scheduler.scheduled-time>" }),
+        },
+      }));
+    }
+    eventBridge.destroy();
+    const app = createApp({ registry, recurring, token: apiToken, waker, store: { db: pool, schema }, serving: servingRules(config) });
     const server: ServerType = await new Promise((done) => {
       const s = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname: "127.0.0.1" }, () => done(s));
     });

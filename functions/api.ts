@@ -2,26 +2,31 @@
  * The API Lambda (a function URL). One app per execution environment; one
  * Neon pool per request, opened and closed inside the invocation, because a
  * WebSocket left open would be frozen with the environment. Before returning,
- * the handler waits for any scheduler wake-up the request started.
+ * the handler waits for any scheduler wake-up the request started, for
+ * `WAKE_WAIT_MS` at most.
  */
 import { Logger } from "@aws-lambda-powertools/logger";
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
-import { registry } from "../jobs/index.ts";
+import { recurring, registry } from "../jobs/index.ts";
 import { config } from "../shared/config.ts";
 import { createNeonPool } from "../shared/drivers/neon.ts";
 import { SERVICE_NAME } from "../shared/metrics-names.ts";
 import { servingRules } from "../shared/serving.ts";
 import { createApp } from "./api/app.ts";
 import { readApiEnvironment } from "./api/env.ts";
-import { createSchedulerWaker } from "./api/scheduler-waker.ts";
+import { lambdaClient } from "./aws.ts";
+import { atFallback, createSchedulerWaker, settleBriefly } from "./waker.ts";
 
 const env = await readApiEnvironment();
 const logger = new Logger({ serviceName: SERVICE_NAME });
 // Node 22 (the Lambda runtime) has a global WebSocket; Node 20 (local) needs `ws`.
 const webSocketConstructor = globalThis.WebSocket ? undefined : (await import("ws")).default;
 
-const waker = createSchedulerWaker(env.schedulerFunction, (err) =>
-  logger.warn("waking the scheduler failed; the cron will find the job", { error: String(err) }),
+const waker = createSchedulerWaker(
+  env.schedulerFunction,
+  (err) => logger.warn("waking the scheduler failed; the at() fallback or the next wake-up will find the job", { error: String(err) }),
+  lambdaClient(),
+  atFallback(),
 );
 
 export const app = createApp({
@@ -30,6 +35,7 @@ export const app = createApp({
   waker,
   logger,
   serving: servingRules(config),
+  recurring,
   openStore: () => {
     const pool = createNeonPool(env.databaseUrl, { max: 2, wsProxy: env.wsProxy, webSocketConstructor });
     return { store: { db: pool, schema: env.schema }, close: () => pool.end() };
@@ -42,6 +48,7 @@ export async function handler(event: LambdaEvent, context: LambdaContext) {
   try {
     return await serve(event, context);
   } finally {
-    await waker.settled();
+    // Bounded: a hung Invoke costs the response WAKE_WAIT_MS at most (see functions/waker.ts).
+    if (!(await settleBriefly(waker))) logger.warn("wake-up still pending when the response was sent");
   }
 }

@@ -4,8 +4,11 @@ import { config, RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { runSession } from "../shared/session.ts";
 import type { WorkerSummary } from "../shared/worker.ts";
+import { createWaker } from "../shared/wake.ts";
+import { invokeAsync, lambdaClient } from "./aws.ts";
 import { closePool, openPool, schema } from "./env.ts";
 import { registry } from "./registry.ts";
+import { WAKE_EVENT } from "./waker.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
 
 /**
@@ -18,9 +21,13 @@ import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, work
 const eventSchema = z.object({
   /** Reservation id the scheduler recorded for this invocation. */
   invocationId: z.string().min(1).max(100).optional(),
+  /** Epoch ms: started ahead of a due job, the runner waits for it until then. */
+  waitUntil: z.number().int().positive().optional(),
   /** Overrides the runner's configured queues. */
   queues: z.array(z.string().min(1).max(128)).min(1).optional(),
 });
+
+const lambda = lambdaClient();
 
 /** Connections one runner holds: claims, settles, and handlers' follow-ups. */
 const POOL_SIZE = config.connectionsPerRunner;
@@ -37,6 +44,10 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
   logger.addContext(context);
   logger.appendKeys({ runnerId, runner: name });
 
+  // A follow-up this runner will not run itself wakes the scheduler, like any enqueue.
+  const waker = createWaker(() => invokeAsync(lambda, process.env.LEASEHOLD_SCHEDULER_FUNCTION || "scheduler", WAKE_EVENT), {
+    onError: (err) => logger.warn("waking the scheduler failed", { error: String(err) }),
+  });
   const counts = new Map<string, Record<"succeeded" | "failed" | "timeout", number>>();
   const pool = openPool(POOL_SIZE);
   const store = { db: pool, schema: schema() };
@@ -54,6 +65,8 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
       marginMs: RUNNER_MARGIN_MS,
       idleMs: runnerConfig.idleMs,
       pollMs: runnerConfig.pollMs,
+      waitUntil: parsed.data.waitUntil,
+      onFollowUp: () => waker.wake(),
       log: workerLog,
       reportDeaths,
       onSettled: (e) => {
@@ -70,6 +83,7 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
     logger.info("runner done", { ...summary });
     return summary;
   } finally {
+    await waker.settled();
     await closePool(pool);
     const perQueue = new Map<string, [MetricName, Unit, number][]>();
     for (const [queue, c] of counts) {

@@ -1,35 +1,57 @@
-import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import type { SchedulerClient } from "@aws-sdk/client-scheduler";
 import type { Context } from "aws-lambda";
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
 import { config } from "../shared/config.ts";
 import type { Pool } from "../shared/db.ts";
+import { describeDeaths } from "../shared/deaths.ts";
+import { nextDue, releaseWatch, watchDue } from "../shared/due.ts";
 import { schedulePass as sharedPass } from "../shared/fanout.ts";
+import { rescueExpiredLeases } from "../shared/rescue.ts";
+import { claimable } from "../shared/serving.ts";
+import { planWake, SCHEDULER_MARGIN_MS } from "../shared/wake-plan.ts";
+import { armWake, invokeAsync, lambdaClient, schedulerClient } from "./aws.ts";
 import { closePool, openPool, schema } from "./env.ts";
-import { logger } from "./observability.ts";
 import { registry } from "./registry.ts";
+import { logger, reportDeaths } from "./observability.ts";
+import { WAKE_EVENT } from "./waker.ts";
+import { enqueueRecurringTick, enqueueTicksSince, loadRecurring, nextRecurringTickMs } from "./recurring-tick.ts";
 
 /**
- * The scheduler: triggered every minute by EventBridge, it keeps the queue
- * responsive within that minute by looking at demand (ready jobs per runner,
- * runners already live) every `pollMs` until its time is nearly up, and fans
- * out runner invocations (`InvocationType: "Event"`) for the demand live
- * runners will not absorb (only jobs a runner can claim: its queues, the job
- * types it was deployed with, leases it allows), within each runner's
- * maximum concurrency and the database connection budget. An enqueue can wake it (`{ source:
- * "leasehold.wake" }`): it then makes one pass and returns.
- *
- * Nothing runs while the queue is empty: after `IDLE_PASSES` passes in a row
- * with no ready job, it returns early. A delayed job that comes due while
- * everything is idle then starts at the next cron tick (within a minute);
- * while there is work, within a second.
+ * The scheduler starts runners for the jobs that are ready, and keeps one
+ * invocation watching the next due time, so nothing polls while nothing is
+ * due. Woken by an enqueue (API, CLI, an app's waker, a runner's follow-up),
+ * by a one-time schedule it armed, by a recurring job's schedule, or by the
+ * daily safety-net cron, it loops: a pass (count ready jobs, fan out runner
+ * invocations), rescue of expired leases, an `at()` schedule at the earliest
+ * running lease's expiry (a runner may die), then the next due job or tick
+ * decides (shared/wake-plan.ts): return (nothing queued: no connection until
+ * the next enqueue), sleep toward it with the pool closed (and start runners
+ * `startLeadMs` early, told to wait for it), arm an EventBridge `at()`
+ * schedule ahead of it by its 60 s precision, or hand over to a fresh
+ * invocation. One invocation watches at a time (`watchDue`).
  */
 
-/** Time kept back at the end of an invocation. */
-const SCHEDULER_MARGIN_MS = 3_000;
-/** Passes in a row with nothing ready before the scheduler returns early. */
-export const IDLE_PASSES = 5;
+/** While jobs are queued or running, the rescuer (metrics, pruning) is invoked this often. */
+const RESCUER_EVERY_MS = 60_000;
+/** Sleeps longer than this close the pool, so the database sees no connection. */
+const CLOSE_POOL_AFTER_MS = 2_000;
 
-const lambda = new LambdaClient({});
+export { WAKE_EVENT } from "./waker.ts";
+
+/** A successor started by a scheduler whose time runs out: it takes over that one's watch. */
+const relaySchema = z.object({ relayFrom: z.string().min(1).max(100) });
+
+/** A recurring job's tick, as its EventBridge schedule delivers it; any other event is a wake-up. */
+const tickSchema = z.object({ source: z.literal("leasehold.recurring"), name: z.string().min(1).max(200), scheduledTime: z.iso.datetime() });
+
+const lambda = lambdaClient();
+let eventBridge: Promise<SchedulerClient> | undefined;
+let lastRescuerAt = Number.NEGATIVE_INFINITY;
+
+function functionName(env: string, fallback: string): string {
+  return process.env[env] || fallback;
+}
 
 /** Deployed function name of each runner (infra sets the map; locally the config name is the function name). */
 function runnerFunction(name: string): string {
@@ -37,27 +59,31 @@ function runnerFunction(name: string): string {
   return names[name] ?? name;
 }
 
-/** Starts one runner invocation (asynchronously); throws when Lambda refuses it. */
-export type InvokeRunner = (runner: string, invocationId: string) => Promise<unknown>;
+/** Starts one runner invocation (asynchronously); throws when Lambda refuses it. `waitUntil`: started ahead of a due job. */
+export type InvokeRunner = (runner: string, invocationId: string, waitUntil?: number) => Promise<unknown>;
 
-const invokeRunner: InvokeRunner = (name, id) =>
-  lambda.send(new InvokeCommand({ FunctionName: runnerFunction(name), InvocationType: "Event", Payload: JSON.stringify({ invocationId: id }) }));
+const invokeRunner: InvokeRunner = (name, id, waitUntil) => invokeAsync(lambda, runnerFunction(name), { invocationId: id, waitUntil });
 
 /**
  * One look at demand and the fan-out it needs (the shared `schedulePass`).
  * `invoked` counts the invocations Lambda accepted; a refused one is logged
- * and its reservation dropped, and it counts for nothing.
+ * and its reservation dropped, and it counts for nothing. `horizonMs` counts
+ * jobs coming due that soon as demand; the runners started for them wait
+ * until `waitUntil`.
  */
-export async function schedulePass(pool: Pool, schemaName: string, invoke: InvokeRunner = invokeRunner): Promise<{ ready: number; invoked: number }> {
+export async function schedulePass(
+  pool: Pool, schemaName: string, invoke: InvokeRunner = invokeRunner, options: { horizonMs?: number; waitUntil?: number } = {},
+): Promise<{ ready: number; invoked: number }> {
   const result = await sharedPass({
     pool,
     schema: schemaName,
     runners: Object.entries(config.runners),
     names: registry.keys(),
     maxRunners: Math.floor(config.connectionBudget / config.connectionsPerRunner),
+    horizonMs: options.horizonMs,
     newId: randomUUID,
     invoke: async (name, id) => {
-      await invoke(name, id);
+      await invoke(name, id, options.waitUntil);
     },
     onInvokeError: (name, err) => logger.error("runner invoke failed", { runner: name, error: String(err) }),
   });
@@ -67,26 +93,106 @@ export async function schedulePass(pool: Pool, schemaName: string, invoke: Invok
   return { ready: result.total, invoked: [...result.invoked.values()].reduce((a, b) => a + b, 0) };
 }
 
-export async function handler(event: unknown, context: Context): Promise<{ passes: number; invoked: number }> {
+export async function handler(event: unknown, context: Context): Promise<{ passes: number; invoked: number; plan: string }> {
   logger.addContext(context);
-  const wake = (event as { source?: unknown } | null)?.source === "leasehold.wake";
-  const pollMs = config.scheduler.pollMs;
-  const pool = openPool(2);
+  const parsed = tickSchema.safeParse(event);
+  const tick = parsed.success ? parsed.data : null;
+  const relay = relaySchema.safeParse(event);
+  const relayFrom = relay.success ? relay.data.relayFrom : null;
+  let relayed = false;
+  const served = claimable(config, registry.keys());
+  const { pollMs } = config.scheduler;
+  const owner = context.awsRequestId;
+  const leftMs = () => context.getRemainingTimeInMillis() - SCHEDULER_MARGIN_MS;
+  let pool: Pool | null = null;
+  const store = () => ({ db: (pool ??= openPool(2)), schema: schema() });
   let passes = 0;
   let invoked = 0;
-  let idle = 0;
+  let ahead: { horizonMs: number; waitUntil: number } | undefined;
+  let leaseArmedMs: number | null = null;
+  /** Arms a one-time schedule that starts a scheduler at `atMs` (up to its precision late). */
+  const arm = async (atMs: number, dueMs: number) => {
+    await armWake(await (eventBridge ??= schedulerClient()), {
+      prefix: functionName("LEASEHOLD_WAKE_PREFIX", "leasehold-wake"),
+      functionArn: context.invokedFunctionArn.split(":").slice(0, 7).join(":"),
+      roleArn: functionName("LEASEHOLD_WAKE_ROLE_ARN", "arn:aws:iam::123456789012:role/leasehold-wake"),
+      groupName: process.env.LEASEHOLD_WAKE_GROUP || undefined,
+    }, atMs, { ...WAKE_EVENT, armedFor: new Date(dueMs).toISOString() });
+    logger.info("wake armed", { at: new Date(atMs).toISOString(), due: new Date(dueMs).toISOString() });
+  };
+  let plan = "idle";
   try {
+    await loadRecurring();
+    if (tick) await enqueueRecurringTick(store(), tick.name, new Date(tick.scheduledTime));
+    let ticksSeenMs = Date.now();
     for (;;) {
-      const started = Date.now();
-      const pass = await schedulePass(pool, schema());
+      if (passes > 0 && leftMs() < pollMs) break;
+      // Ticks this invocation slept toward (EventBridge delivers them too, a little later: deduped).
+      await enqueueTicksSince(store(), ticksSeenMs, Date.now());
+      ticksSeenMs = Date.now();
+      const pass = await schedulePass(store().db as Pool, schema(), invokeRunner, ahead);
+      ahead = undefined;
       invoked += pass.invoked;
-      idle = pass.ready === 0 ? idle + 1 : 0;
       passes++;
-      if (wake || idle >= IDLE_PASSES || context.getRemainingTimeInMillis() < pollMs + SCHEDULER_MARGIN_MS) break;
-      await new Promise((r) => setTimeout(r, Math.max(0, pollMs - (Date.now() - started))));
+      const due = await nextDue(store(), served);
+      if (due.leaseExpiresAt && due.leaseExpiresAt <= due.now) {
+        const rescued = await rescueExpiredLeases(store());
+        reportDeaths(await describeDeaths(store(), rescued.deadIds));
+        if (rescued.rescued + rescued.refunded + rescued.dead > 0) continue;
+      }
+      if ((due.runAt || due.leaseExpiresAt) && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
+        lastRescuerAt = Date.now();
+        await invokeAsync(lambda, functionName("LEASEHOLD_RESCUER_FUNCTION", "rescuer"), {}).catch((err) =>
+          logger.warn("rescuer invoke failed", { error: String(err) }));
+      }
+      // Due times on the database's clock, turned into this process's.
+      const nowMs = Date.now();
+      const local = (d: Date) => nowMs + (d.getTime() - due.now.getTime());
+      // A running job's lease is watched by an at() schedule, never by a
+      // sleeping scheduler: most leases end in a settle, and sleeping toward
+      // each would bill the scheduler for every running job's lease.
+      if (due.leaseExpiresAt) {
+        const leaseMs = Math.ceil(local(due.leaseExpiresAt) / 1000) * 1000;
+        if (leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs) {
+          await arm(leaseMs, leaseMs);
+          leaseArmedMs = leaseMs;
+        }
+      }
+      const jobDueMs = due.runAt && Math.max(local(due.runAt), pass.ready > 0 ? nowMs + pollMs : 0);
+      const tickMs = nextRecurringTickMs(nowMs);
+      const dueMs = jobDueMs === null ? tickMs : tickMs === null ? jobDueMs : Math.min(jobDueMs, tickMs);
+      const next = planWake({ nowMs, dueMs, remainingMs: leftMs() - pollMs, timing: config.wake });
+      plan = next.kind;
+      if (next.kind === "idle") break;
+      if (next.kind === "arm") {
+        await arm(next.atMs, dueMs!);
+        break;
+      }
+      if (next.kind === "relay" && !relayed) {
+        // The successor starts while this one still watches, and takes over.
+        await invokeAsync(lambda, context.functionName, { ...WAKE_EVENT, relayFrom: owner });
+        relayed = true;
+      }
+      if (next.kind === "relay" && leftMs() < 2 * pollMs) break;
+      if (!(await watchDue(store(), owner, new Date(due.now.getTime() + (dueMs! - nowMs)), leftMs(), relayFrom))) {
+        plan = "watched";
+        break;
+      }
+      // Never a busy loop: a due time already passed is looked at again after pollMs.
+      const untilMs = next.kind === "sleep" ? next.untilMs : nowMs + pollMs;
+      const sleepMs = Math.max(untilMs, nowMs + pollMs) - Date.now();
+      if (sleepMs > CLOSE_POOL_AFTER_MS && pool) {
+        await closePool(pool as Pool);
+        pool = null;
+      }
+      await new Promise((r) => setTimeout(r, Math.max(0, sleepMs)));
+      if (dueMs! > Date.now()) ahead = { horizonMs: config.wake.startLeadMs, waitUntil: dueMs! };
     }
+    // A relayed watch is the successor's to take; any other is let go.
+    if (plan !== "watched" && !relayed) await releaseWatch(store(), owner);
   } finally {
-    await closePool(pool);
+    if (pool) await closePool(pool);
   }
-  return { passes, invoked };
+  logger.info("scheduler done", { passes, invoked, plan, relayed, relayFrom });
+  return { passes, invoked, plan };
 }

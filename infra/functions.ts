@@ -1,12 +1,14 @@
 /**
  * The Lambda functions, sized from `functionSpecs(config)`: one runner per
  * `config.runners` entry, the scheduler, the rescuer and the API.
- * Crons that trigger the scheduler and rescuer are in `infra/crons.ts`.
+ * Their safety-net crons are in `infra/crons.ts`; the wake role and the
+ * recurring jobs' schedules in `infra/wake.ts`.
  */
 import { config, functionSpecs, type FunctionSpec } from "../shared/config.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import { migration } from "./migrate.ts";
 import { apiToken, databaseUrl } from "./secrets.ts";
+import { allowWakes, recurringSchedules, schedulerFunctionName, wakePrefix, wakeRole } from "./wake.ts";
 
 const specs = new Map<string, FunctionSpec>();
 for (const spec of functionSpecs(config)) {
@@ -34,6 +36,9 @@ interface Extra {
   retries?: number;
   concurrency?: { reserved: number };
   url?: boolean;
+  permissions?: { actions: string[]; resources: $util.Input<string>[] }[];
+  /** A fixed function name, for functions others refer to by name. */
+  functionName?: string;
 }
 
 function leaseholdFunction(name: string, extra: Extra = {}): sst.aws.Function {
@@ -53,14 +58,22 @@ function leaseholdFunction(name: string, extra: Extra = {}): sst.aws.Function {
     retries: extra.retries,
     concurrency: extra.concurrency,
     url: extra.url,
+    permissions: extra.permissions,
     transform: {
       // New code goes live only after this deploy's migrations ran.
-      function: (_args, opts) => {
+      function: (args, opts) => {
+        if (extra.functionName) args.name = extra.functionName;
         opts.dependsOn = [migration];
       },
     },
   });
 }
+
+/** Arming a one-time `at()` wake-up: create the schedule, and hand it the role that invokes the scheduler. */
+const armWakes = [
+  { actions: ["scheduler:CreateSchedule"], resources: ["*"] },
+  { actions: ["iam:PassRole"], resources: [wakeRole.arn] },
+];
 
 /** Runner functions by config.runners key. */
 export const runners: Record<string, sst.aws.Function> = Object.fromEntries(
@@ -72,26 +85,48 @@ export const runners: Record<string, sst.aws.Function> = Object.fromEntries(
       retries: 0,
       // The hard cap on concurrent invocations of this runner.
       concurrency: { reserved: runner.maxConcurrency },
+      // A follow-up job for another queue, or for later, wakes the scheduler.
+      environment: { LEASEHOLD_SCHEDULER_FUNCTION: schedulerFunctionName },
+      permissions: [{ actions: ["lambda:InvokeFunction"], resources: [`arn:aws:lambda:*:*:function:${schedulerFunctionName}`] }],
     }),
   ]),
 );
 
+export const rescuer = leaseholdFunction("rescuer", { retries: 0 });
+
 export const scheduler = leaseholdFunction("scheduler", {
   retries: 0,
-  // Linking a function grants lambda:InvokeFunction on it.
-  link: Object.values(runners),
+  functionName: schedulerFunctionName,
+  // Linking a function grants lambda:InvokeFunction on it: the runners, the
+  // rescuer (invoked while jobs run), and itself (a successor, by name).
+  link: [...Object.values(runners), rescuer],
+  permissions: [
+    ...armWakes,
+    { actions: ["lambda:InvokeFunction"], resources: [`arn:aws:lambda:*:*:function:${schedulerFunctionName}`] },
+  ],
   environment: {
     LEASEHOLD_RUNNER_FUNCTIONS: $jsonStringify(
       Object.fromEntries(Object.entries(runners).map(([name, fn]) => [name, fn.name])),
     ),
+    LEASEHOLD_RESCUER_FUNCTION: rescuer.name,
+    LEASEHOLD_WAKE_ROLE_ARN: wakeRole.arn,
+    LEASEHOLD_WAKE_PREFIX: wakePrefix,
   },
 });
 
-export const rescuer = leaseholdFunction("rescuer", { retries: 0 });
+export const wakePolicy = allowWakes(scheduler.arn);
+export const recurringJobSchedules = recurringSchedules(scheduler.arn);
 
 export const api = leaseholdFunction("api", {
-  // Linked to the scheduler so an enqueue can wake it right after commit.
+  // Linked to the scheduler so an enqueue can wake it right after commit,
+  // and allowed to arm an at() schedule when that Invoke is slow.
   link: [apiToken, scheduler],
-  environment: { LEASEHOLD_SCHEDULER_FUNCTION: scheduler.name },
+  permissions: armWakes,
+  environment: {
+    LEASEHOLD_SCHEDULER_FUNCTION: scheduler.name,
+    LEASEHOLD_SCHEDULER_ARN: scheduler.arn,
+    LEASEHOLD_WAKE_ROLE_ARN: wakeRole.arn,
+    LEASEHOLD_WAKE_PREFIX: wakePrefix,
+  },
   url: true,
 });

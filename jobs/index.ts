@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { createRegistry, defineJob } from "../shared/job.ts";
+import { defineRecurring, type RecurringJob } from "../shared/recurring.ts";
 
 /**
  * The app's job types. The runner serves these; the API and in-route enqueue
@@ -33,6 +34,14 @@ export const generateReport = defineJob({
   handler: async ({ seconds }, ctx) => {
     for (let s = 0; s < seconds * 10; s++) await sleep(100, ctx.signal);
   },
+});
+
+/** Every morning at 6:00, Paris time: the daily report, enqueued once per day. */
+export const dailyReport = defineRecurring(generateReport, {
+  name: "report.daily",
+  cron: "0 6 * * *",
+  timeZone: "Europe/Paris",
+  payload: { reportId: "daily", seconds: 1 },
 });
 
 /** Fails its first attempts, then succeeds: retries with backoff at work. */
@@ -81,5 +90,11 @@ export const crunch = defineJob({
     return x;
   },
 });
+
+/**
+ * Recurring jobs, each next to its job type: a cron expression and a time
+ * zone (see shared/recurring.ts). infra/ deploys one EventBridge schedule each.
+ */
+export const recurring: RecurringJob[] = [dailyReport];
 
 export const registry = createRegistry([sendWelcomeEmail, generateReport, flakyWebhook, crashRunner, chainStep, crunch]);

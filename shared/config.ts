@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { schedulerTimeoutNeededMs } from "./wake-plan.ts";
 
 /**
  * Every knob of a Leasehold deployment in one validated place. `infra/` sizes
@@ -25,6 +26,8 @@ export const DEFAULT_RUNNER_IDLE_MS = 2_000;
  * wake-up does not reach a runner that is already running).
  */
 export const DEFAULT_RUNNER_POLL_MS = 50;
+/** The scheduler's and rescuer's cron: a safety net, not the way work is found. */
+export const SAFETY_NET_SCHEDULE = "rate(1 day)";
 
 const runnerSchema = z.object({
   /** Queues this runner serves, in claim order. */
@@ -104,17 +107,36 @@ export const configSchema = z
     connectionsPerRunner: z.number().int().min(1).default(3),
     scheduler: z
       .object({
-        schedule: z.string().default("rate(1 minute)"),
-        // Equal to the cron period: one scheduler at a time, polling all along.
-        timeoutSeconds: z.number().int().min(10).max(900).default(60),
+        /**
+         * The safety net only: enqueues, runners and armed one-time schedules
+         * wake the scheduler. Each tick wakes the database for a moment (Neon
+         * then stays up 5 minutes): once a day costs ~0.6 CU-hour a month.
+         */
+        schedule: z.string().default(SAFETY_NET_SCHEDULE),
+        // Covers a sleep to the next due time after an armed schedule fired late.
+        timeoutSeconds: z.number().int().min(10).max(900).default(90),
         memoryMb: z.number().int().min(128).default(256),
         /** How often it looks at demand within one invocation. */
         pollMs: z.number().int().min(100).default(1_000),
       })
       .prefault({}),
+    /**
+     * How wake-ups are timed (see shared/wake-plan.ts). `precisionMs` is
+     * EventBridge Scheduler's (60 s for `at()` and cron); only tests shorten
+     * it, and the local runtime emulates whatever it is.
+     */
+    wake: z
+      .object({
+        precisionMs: z.number().int().min(100).default(60_000),
+        startLeadMs: z.number().int().min(0).default(2_000),
+        armSlackMs: z.number().int().min(0).default(3_000),
+      })
+      .prefault({}),
     rescuer: z
       .object({
-        schedule: z.string().default("rate(1 minute)"),
+        // While jobs run, the scheduler invokes the rescuer every minute;
+        // this cron is the safety net, at the scheduler's.
+        schedule: z.string().default(SAFETY_NET_SCHEDULE),
         timeoutSeconds: z.number().int().min(10).max(900).default(60),
         memoryMb: z.number().int().min(128).default(256),
       })
@@ -143,6 +165,14 @@ export const configSchema = z
     edge: edgeSchema.optional(),
   })
   .superRefine((config, ctx) => {
+    const neededMs = schedulerTimeoutNeededMs(config.wake, config.scheduler.pollMs);
+    if (neededMs > config.scheduler.timeoutSeconds * 1000) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["scheduler", "timeoutSeconds"],
+        message: `timeout ${config.scheduler.timeoutSeconds}s cannot cover ${neededMs}ms: a sleep to a due time after an armed schedule fired late, and the margin`,
+      });
+    }
     for (const [name, runner] of Object.entries(config.runners)) {
       if (runner.maxLeaseMs + RUNNER_MARGIN_MS > runner.timeoutSeconds * 1000) {
         ctx.addIssue({

@@ -28,6 +28,8 @@ export interface PassOptions {
   names: Iterable<string>;
   /** Runner invocations the database connection budget allows in all, live ones (of any scheduler) included. */
   maxRunners: number;
+  /** Jobs coming due within this long count as demand (runners started ahead of a due time). */
+  horizonMs?: number;
   /** Most invocations this pass may start (e.g. the connections a Worker has left to hold them). */
   maxStarts?: number;
   /** Starts runner `name` with reservation `invocationId`; a throw gives the reservation back. */
@@ -53,7 +55,7 @@ export async function schedulePass(o: PassOptions): Promise<PassResult> {
   const ready = new Map<string, number>();
   for (const [name, r] of o.runners) {
     const cap = r.slots * r.maxConcurrency + 1;
-    ready.set(name, await countReady(store, claimable({ runners: { [name]: r } }, names), cap));
+    ready.set(name, await countReady(store, claimable({ runners: { [name]: r } }, names), cap, o.horizonMs));
   }
   const total = [...ready.values()].reduce((a, b) => a + b, 0);
   const invoked = new Map<string, number>();

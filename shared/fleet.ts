@@ -5,12 +5,19 @@ import { sql, type Pool, type Store, transaction } from "./db.ts";
  * that is live or on its way (see migrations/0002_runners.sql).
  */
 
-/** How long a just-invoked runner counts as live before it has started. */
+/**
+ * How long a just-invoked runner counts as live before it has started (its
+ * cold start, or an asynchronous invoke queued by Lambda). Once started, a
+ * runner is trusted only while it renews.
+ */
 export const STARTING_GRACE_MS = 15_000;
 /** A live runner renews its row this often... */
-export const HEARTBEAT_MS = 5_000;
-/** ...and a runner that stops renewing (killed, frozen) stops counting after this. */
-export const RUNNER_TTL_MS = 3 * HEARTBEAT_MS;
+export const HEARTBEAT_MS = 1_000;
+/**
+ * ...and a runner that stops renewing (killed, frozen) stops counting after
+ * this: a wake-up never trusts a runner that has not shown life for 2 s.
+ */
+export const RUNNER_TTL_MS = 2 * HEARTBEAT_MS;
 
 /** One lock for all schedulers: two passes at once must not both fan out. */
 export const SCHEDULER_LOCK = 0x1ea5e402;

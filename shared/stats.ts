@@ -72,7 +72,7 @@ select count(*)::integer as ready from (
   select 1 from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
   cross join lateral (
     select 1 from leasehold.jobs j
-    where j.status = 'queued' and j.queue = s.queue and j.run_at <= now()
+    where j.status = 'queued' and j.queue = s.queue and j.run_at <= now() + $5::integer * interval '1 millisecond'
       and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])
     limit $4::integer
   ) claimable
@@ -83,11 +83,12 @@ select count(*)::integer as ready from (
  * Ready jobs a runner can claim (its queues, its job types, leases it
  * allows: `claimable({ runners: { name: runner } }, registry.keys())`),
  * counted up to `cap`: the scheduler's demand signal, cheap every second
- * whatever the backlog. Jobs no runner can claim are no demand.
+ * whatever the backlog. Jobs no runner can claim are no demand. `horizonMs`
+ * counts jobs coming due that soon too (runners are started ahead of a due time).
  */
-export async function countReady(store: Store, can: Claimable, cap: number): Promise<number> {
+export async function countReady(store: Store, can: Claimable, cap: number, horizonMs = 0): Promise<number> {
   const { rows } = await store.db.query<{ ready: number }>(sql(store.schema, READY_COUNT), [
-    [...can.maxLeaseMs.keys()], [...can.maxLeaseMs.values()], can.names, cap,
+    [...can.maxLeaseMs.keys()], [...can.maxLeaseMs.values()], can.names, cap, Math.ceil(horizonMs),
   ]);
   return rows[0]?.ready ?? 0;
 }

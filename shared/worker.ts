@@ -52,6 +52,10 @@ export interface WorkerOptions {
   idleMs?: number;
   /** Wait between claims that found nothing. */
   pollMs?: number;
+  /** Stay (claiming every `pollMs`) at least until this time on `clock`: started ahead of a due job. */
+  waitUntil?: number;
+  /** Called after a follow-up enqueue this runner will not pick up itself (another queue, or later). */
+  onFollowUp?: () => void;
   log?: WorkerLog;
   /** Called for every settled attempt, e.g. to publish metrics. */
   onSettled?: (event: SettledEvent) => void;
@@ -186,6 +190,8 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     if (now) {
       wakeRequested = true;
       nudge();
+    } else {
+      options.onFollowUp?.();
     }
     return result;
   };
@@ -238,7 +244,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     }
   }
 
-  let lastWorkAt = clock.now();
+  let lastWorkAt = Math.max(clock.now(), options.waitUntil ?? 0);
   let stopping = false;
   try {
     for (;;) {

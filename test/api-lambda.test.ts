@@ -13,6 +13,10 @@ const APP_NAME = "leasehold-api-lambda-test";
 
 interface Invoke { path: string; type: string | undefined; body: string; answered: boolean }
 
+/** How the fake AWS endpoint answers Invoke: slowly (100 ms), or never. */
+let invokeHangs = false;
+const schedules: { path: string; body: Record<string, unknown> }[] = [];
+
 function functionUrlEvent(method: string, path: string, body?: unknown, auth = `Bearer ${token}`) {
   const [rawPath, rawQueryString = ""] = path.split("?");
   return {
@@ -42,9 +46,14 @@ describe("the API Lambda entry (Neon driver)", () => {
       let body = "";
       req.on("data", (chunk) => (body += chunk));
       req.on("end", () => {
+        if (req.url?.startsWith("/schedules/")) {
+          schedules.push({ path: req.url, body: JSON.parse(body) });
+          return void res.writeHead(200, { "content-type": "application/json" }).end('{"ScheduleArn":"arn:x"}');
+        }
         const invoke: Invoke = { path: req.url ?? "", type: req.headers["x-amz-invocation-type"] as string, body, answered: false };
         invokes.push(invoke);
-        // A slow Invoke API: the handler must still wait for it.
+        // A slow Invoke API: the handler must still wait for it (unless it hangs).
+        if (invokeHangs) return;
         setTimeout(() => {
           invoke.answered = true;
           res.writeHead(202).end();
@@ -58,6 +67,9 @@ describe("the API Lambda entry (Neon driver)", () => {
       DATABASE_URL: url.toString(), LEASEHOLD_API_TOKEN: token, LEASEHOLD_SCHEMA: t.schema,
       LEASEHOLD_WS_PROXY: inject("wsRelay"), LEASEHOLD_SCHEDULER_FUNCTION: "scheduler",
       AWS_ENDPOINT_URL_LAMBDA: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      AWS_ENDPOINT_URL_SCHEDULER: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      LEASEHOLD_SCHEDULER_ARN: "arn:aws:lambda:us-east-1:123456789012:function:scheduler",
+      LEASEHOLD_WAKE_ROLE_ARN: "arn:aws:iam::123456789012:role/wake",
       AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local",
     });
     process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
@@ -91,6 +103,28 @@ describe("the API Lambda entry (Neon driver)", () => {
     const listed = await handler(functionUrlEvent("GET", "/v1/jobs?status=queued&limit=5"), context);
     expect(JSON.parse(listed.body).jobs.map((j: { id: string }) => j.id)).toEqual([job.id]);
     expect(invokes).toHaveLength(1);
+  });
+
+  it("answers within its normal latency when Invoke hangs, and arms an at() schedule so the job still starts", async () => {
+    invokeHangs = true;
+    schedules.splice(0); // a slow Invoke before this one may have armed one too
+    try {
+      const started = performance.now();
+      const res = await handler(functionUrlEvent("POST", "/v1/jobs", { name: "email.welcome", payload: { to: "bo@example.com", name: "Bo" } }), context);
+      const tookMs = performance.now() - started;
+      expect(res.statusCode).toBe(201);
+      expect(tookMs).toBeLessThan(1_000);
+      expect(schedules).toHaveLength(1);
+      expect(schedules[0]!.body).toMatchObject({
+        ActionAfterCompletion: "DELETE",
+        FlexibleTimeWindow: { Mode: "OFF" },
+        ScheduleExpression: expect.stringMatching(/^at\(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\)$/),
+        Target: { Arn: "arn:aws:lambda:us-east-1:123456789012:function:scheduler", RoleArn: "arn:aws:iam::123456789012:role/wake", Input: '{"source":"leasehold.wake"}' },
+      });
+    } finally {
+      invokeHangs = false;
+      invokes.splice(0);
+    }
   });
 
   it("refuses a wrong token and a bad payload with 4xx, and answers health", async () => {

@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -120,6 +122,39 @@ describe("the leasehold CLI", () => {
 
     const duplicate = await cli(["enqueue", "report.generate", '{"reportId":"r2"}', "--dedupe-key", "r1", "--json"]);
     expect(duplicate.json).toMatchObject({ id: withOptions.json.id, existing: true });
+  });
+
+  it("wakes the scheduler after an enqueue commits, with an asynchronous Invoke, and not for a pending duplicate", async () => {
+    const invokes: { path: string; type: unknown; body: string }[] = [];
+    const server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        invokes.push({ path: req.url ?? "", type: req.headers["x-amz-invocation-type"], body });
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const env = {
+        LEASEHOLD_SCHEDULER_FUNCTION: "scheduler", AWS_ENDPOINT_URL_LAMBDA: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local",
+      };
+      const first = await cli(["enqueue", "email.welcome", '{"to":"cy@example.com","name":"Cy"}', "--dedupe-key", "wake-1"], { env });
+      const again = await cli(["enqueue", "email.welcome", '{"to":"cy@example.com","name":"Cy"}', "--dedupe-key", "wake-1"], { env });
+      expect([first.code, again.code]).toEqual([0, 0]);
+      expect(invokes).toEqual([{ path: "/2015-03-31/functions/scheduler/invocations", type: "Event", body: '{"source":"leasehold.wake"}' }]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it("lists the recurring jobs of --jobs with their cron, time zone and next run", async () => {
+    const [human, json] = await Promise.all([cli(["recurring"]), cli(["recurring", "--json"])]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^NAME +JOB +CRON +TIME ZONE +MISSED +LAST TICK +NEXT RUN\nreport\.daily +report\.generate +0 6 \* \* \* +Europe\/Paris +skip +- +\d{4}-/);
+    expect(json.json.recurring).toEqual([expect.objectContaining({ name: "report.daily", cron: "0 6 * * *", timeZone: "Europe/Paris", lastTickAt: null })]);
+    expect(new Date(json.json.recurring[0].nextRunAt).getUTCMinutes()).toBe(0);
   });
 
   it("refuses a bad payload with 2, naming the field, and writes nothing", async () => {

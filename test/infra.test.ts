@@ -268,6 +268,11 @@ function installFakeGlobals(created: Created[]): void {
   };
   g.aws = {
     getRegionOutput: () => ({ region: "us-east-1" }),
+    iam: {
+      Role: resource("aws.iam.Role", (name) => ({ arn: `arn:role-${name}`, id: `role-${name}` })),
+      RolePolicy: resource("aws.iam.RolePolicy"),
+    },
+    scheduler: { Schedule: resource("aws.scheduler.Schedule") },
     lambda: { Invocation: resource("aws.lambda.Invocation") },
     sns: { TopicSubscription: resource("aws.sns.TopicSubscription") },
     cloudwatch: {
@@ -354,6 +359,38 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     expect(linked).toEqual(expect.arrayContaining(runnerNames.map((n) => `fn-${pascal(n)}`)));
   });
 
+  it("the scheduler and the API may arm at() wake-ups with the role that invokes the scheduler; runners may wake it", () => {
+    const [role] = all("aws.iam.Role");
+    expect(JSON.parse(role!.args.assumeRolePolicy).Statement[0].Principal).toEqual({ Service: "scheduler.amazonaws.com" });
+    expect(JSON.parse(all("aws.iam.RolePolicy")[0]!.args.policy).Statement[0]).toMatchObject({ Action: "lambda:InvokeFunction", Resource: "arn:fn-Scheduler" });
+    for (const name of ["Scheduler", "Api"]) {
+      expect(fn(name).args.permissions, name).toEqual(expect.arrayContaining([
+        { actions: ["scheduler:CreateSchedule"], resources: ["*"] },
+        { actions: ["iam:PassRole"], resources: ["arn:role-WakeRole"] },
+      ]));
+      expect(fn(name).args.environment.LEASEHOLD_WAKE_ROLE_ARN).toBe("arn:role-WakeRole");
+    }
+    const args: { name?: string } = {};
+    fn("Scheduler").args.transform.function(args, {});
+    expect(fn("Runner").args.environment.LEASEHOLD_SCHEDULER_FUNCTION).toBe(args.name);
+    expect(fn("Runner").args.permissions[0].resources[0]).toMatch(new RegExp(`:function:${args.name}$`));
+  });
+
+  it("deploys each recurring job as an EventBridge cron in its time zone that delivers its tick time to the scheduler", async () => {
+    const { recurring } = await import("../jobs/index.ts");
+    const schedules = all("aws.scheduler.Schedule");
+    expect(schedules).toHaveLength(recurring.length);
+    expect(schedules[0]!.args).toMatchObject({
+      scheduleExpression: "cron(0 6 * * ? *)",
+      scheduleExpressionTimezone: "Europe/Paris",
+      flexibleTimeWindow: { mode: "OFF" },
+      target: { arn: "arn:fn-Scheduler", roleArn: "arn:role-WakeRole" },
+    });
+    expect(JSON.parse(schedules[0]!.args.target.input)).toEqual({
+      source: "leasehold.recurring", name: "report.daily", scheduledTime: "<aws.scheduler.scheduled-time>",
+    });
+  });
+
   it("the API has a function URL and the token", () => {
     const api = fn("Api");
     expect(api.args.url).toBe(true);
@@ -363,7 +400,7 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     expect(outputs.deathLogGroups).toEqual([...Object.keys(config.runners).map((n) => `/aws/lambda/fn-${pascal(n)}`), "/aws/lambda/fn-Rescuer"]);
   });
 
-  it("crons trigger the scheduler and rescuer on the configured schedules", () => {
+  it("safety-net crons trigger the scheduler and rescuer on the configured schedules", () => {
     const crons = Object.fromEntries(all("sst.aws.CronV2").map((c) => [c.name, c.args]));
     expect(crons.SchedulerCron.schedule).toBe(config.scheduler.schedule);
     expect(crons.SchedulerCron.function.name).toBe("fn-Scheduler");

@@ -19,7 +19,7 @@ import type { FunctionStats, InflightInvocation } from "../../dev/lambda/pool.ts
 import { scheduledEvent } from "../../dev/lambda/schedule.ts";
 import { LOCAL_REGION } from "../../dev/lambda/lambda-env.ts";
 import { startWsRelay } from "../../dev/ws-relay.ts";
-import { createSchedulerWaker } from "../../functions/api/scheduler-waker.ts";
+import { createSchedulerWaker } from "../../functions/waker.ts";
 import { defaultConfig, defineConfig, functionSpecs, type Config, type configSchema } from "../../shared/config.ts";
 import type { Pool, Store } from "../../shared/db.ts";
 import { createPgPool } from "../../shared/drivers/pg.ts";
@@ -39,13 +39,14 @@ export type ConfigInput = z.input<typeof configSchema>;
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The deployment's own config (shared/config.ts), as LEASEHOLD_CONFIG input, with overrides. */
-export function productionConfig(overrides: Partial<Pick<Config, "scheduler" | "rescuer">> & { runners?: ConfigInput["runners"] } = {}): ConfigInput {
+export function productionConfig(overrides: Partial<Pick<Config, "scheduler" | "rescuer" | "wake">> & { runners?: ConfigInput["runners"] } = {}): ConfigInput {
   const base = JSON.parse(JSON.stringify(defaultConfig)) as Config;
   return {
     ...base,
     runners: overrides.runners ?? base.runners,
     scheduler: { ...base.scheduler, ...overrides.scheduler },
     rescuer: { ...base.rescuer, ...overrides.rescuer },
+    wake: { ...base.wake, ...overrides.wake },
   };
 }
 

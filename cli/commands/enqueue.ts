@@ -90,6 +90,7 @@ Examples:
       const issues = err.issues.map((i) => ({ ...i, path: FLAGS[String(i.path[0])] ? [FLAGS[String(i.path[0])]!] : i.path }));
       throw new ValidationError(`${name} refused: nothing was enqueued`, issues);
     }
+    if (!result.existing) await ctx.wake();
     const job = await getJob(ctx.store(), result.id);
     if (!job) throw new Error(`job ${result.id} was enqueued but is gone already`);
     const { attemptHistory: _, ...record } = job;

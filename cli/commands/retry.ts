@@ -21,6 +21,7 @@ async function retryAllDead(ctx: Context, queue: string | undefined) {
     if (batch.retried > 0) ctx.progress(`retried ${retried}/${Math.max(total, retried)}`);
     beforeId = batch.nextBeforeId ?? undefined;
   } while (beforeId !== undefined);
+  if (retried > 0) await ctx.wake();
   const where = queue === undefined ? "" : ` on queue ${queue}`;
   ctx.output({ retried }, () =>
     retried === 0 ? `no dead jobs${where}` : `retried ${retried} dead job${retried === 1 ? "" : "s"}${where}`,
@@ -55,6 +56,7 @@ Options:
     const id = parseJobId(raw);
     const job = await retryJob(ctx.store(), id);
     if (!job) throw await refusal(ctx, id, "dead", "retried");
+    await ctx.wake();
     ctx.output(job, () => `retried job ${id} (${job.name}): queued on ${job.queue} with fresh attempts`);
   },
 };

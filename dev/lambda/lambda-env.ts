@@ -42,6 +42,7 @@ export function functionEnvironment(spec: FunctionSpec, inputs: EnvironmentInput
     AWS_SECRET_ACCESS_KEY: "local",
     AWS_SESSION_TOKEN: "local",
     AWS_ENDPOINT_URL_LAMBDA: inputs.endpoint,
+    AWS_ENDPOINT_URL_SCHEDULER: inputs.endpoint,
     LAMBDA_TASK_ROOT: inputs.rootDir,
     LEASEHOLD_LAMBDA_ARN: functionArn(spec.name),
     TZ: "UTC",

@@ -11,7 +11,8 @@ import { resolve as resolvePath } from "node:path";
 import type { AddressInfo } from "node:net";
 import type { FunctionSpec } from "../../shared/config.ts";
 import { createPool, type FunctionPool, type FunctionStats, type InflightInvocation } from "./pool.ts";
-import { createInvokeServer, type InvocationType, type InvokeResult } from "./server.ts";
+import { createSchedules, type Schedules } from "./eventbridge.ts";
+import { createInvokeServer, functionNameOf, type InvocationType, type InvokeResult } from "./server.ts";
 import { parseSchedule, scheduledEvent, startTicker } from "./schedule.ts";
 import { functionEnvironment, functionArn, LOCAL_REGION, reportLine } from "./lambda-env.ts";
 import type { InvocationReport } from "./environment.ts";
@@ -37,8 +38,19 @@ export interface LambdaRuntimeOptions {
   timeoutOverrideMs?: PerFunction<number>;
   /** Invoke functions that have a `schedule` on that schedule; default false. */
   schedules?: boolean;
-  /** Replaces the schedules' intervals (tests speed crons up). */
+  /** Replaces the schedules' intervals (tests speed crons up); such crons fire exactly on their interval. */
   scheduleOverrideMs?: PerFunction<number>;
+  /**
+   * EventBridge Scheduler's precision, emulated for every schedule on the
+   * local Scheduler API (and the functions' crons): a schedule fires up to
+   * this late. Default 60 s, as on AWS; tests shorten it with the config's
+   * `wake.precisionMs`.
+   */
+  schedulePrecisionMs?: number;
+  /** Where in the precision window schedules fire; default random, as on AWS. */
+  scheduleJitter?: "random" | "late";
+  /** Deliver every schedule firing twice (EventBridge delivers at least once). */
+  duplicateScheduleDeliveries?: boolean;
   /** RSS check interval of busy processes; 0 turns it off. Default 50 ms. */
   memoryPollMs?: number;
   /** Idle processes are stopped after this long. Default 5 minutes. */
@@ -50,6 +62,8 @@ export interface LambdaRuntime {
   url: string;
   port: number;
   stats(): Record<string, FunctionStats>;
+  /** The local EventBridge Scheduler (`new SchedulerClient({ endpoint: url })` reaches it). */
+  schedules: Schedules;
   /** In-flight invocations of one function. */
   running(functionName: string): number;
   /** Every in-flight invocation with the pid of the process running it. */
@@ -71,7 +85,13 @@ export async function startLambdaRuntime(options: LambdaRuntimeOptions): Promise
   const tails = new Map<string, string[]>();
   const pools = new Map<string, FunctionPool>();
 
-  const server = createInvokeServer({ invoke });
+  const schedules = createSchedules({
+    fire: (arn, input) => void invoke(functionNameOf(arn), "Event", input, false),
+    precisionMs: options.schedulePrecisionMs,
+    jitter: options.scheduleJitter,
+    duplicate: options.duplicateScheduleDeliveries,
+  });
+  const server = createInvokeServer({ invoke, schedules });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
@@ -125,16 +145,24 @@ export async function startLambdaRuntime(options: LambdaRuntimeOptions): Promise
     return { status: "done", requestId, report, logTail };
   }
 
-  const stopTicker = options.schedules
-    ? startTicker(
-        [...specs.values()].flatMap((spec) =>
-          spec.schedule
-            ? [{ name: spec.name, intervalMs: pick(options.scheduleOverrideMs, spec.name) ?? parseSchedule(spec.schedule).intervalMs }]
-            : [],
-        ),
-        (name) => void invoke(name, "Event", JSON.stringify(scheduledEvent(name, LOCAL_REGION)), false),
-      )
-    : () => {};
+  // The functions' crons: sped up (exact intervals) when overridden, else on the
+  // local EventBridge Scheduler with its precision, as CronV2 deploys them.
+  const crons = options.schedules ? [...specs.values()].filter((spec) => spec.schedule) : [];
+  const stopTicker = startTicker(
+    crons.flatMap((spec) => {
+      const intervalMs = pick(options.scheduleOverrideMs, spec.name);
+      return intervalMs === undefined ? [] : [{ name: spec.name, intervalMs }];
+    }),
+    (name) => void invoke(name, "Event", JSON.stringify(scheduledEvent(name, LOCAL_REGION)), false),
+  );
+  for (const spec of crons) {
+    if (pick(options.scheduleOverrideMs, spec.name) !== undefined) continue;
+    schedules.create({
+      Name: `${spec.name}-cron`,
+      ScheduleExpression: spec.schedule!,
+      Target: { Arn: functionArn(spec.name), Input: JSON.stringify(scheduledEvent(spec.name, LOCAL_REGION)) },
+    });
+  }
 
   return {
     url,
@@ -143,8 +171,10 @@ export async function startLambdaRuntime(options: LambdaRuntimeOptions): Promise
     running: (name) => pools.get(name)?.running() ?? 0,
     inflight: () => [...pools.values()].flatMap((pool) => pool.inflight()),
     idle: async () => void (await Promise.all([...pools.values()].map((pool) => pool.idle()))),
+    schedules,
     async close() {
       stopTicker();
+      schedules.close();
       await Promise.all([...pools.values()].map((pool) => pool.close()));
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

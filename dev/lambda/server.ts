@@ -6,6 +6,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { InvocationReport } from "./environment.ts";
+import type { Schedules } from "./eventbridge.ts";
+import { handleSchedulerApi, isSchedulerPath } from "./scheduler-api.ts";
 
 export type InvocationType = "RequestResponse" | "Event" | "DryRun";
 
@@ -17,6 +19,8 @@ export type InvokeResult =
 
 export interface InvokeBackend {
   invoke(name: string, type: InvocationType, payload: string, tail: boolean): Promise<InvokeResult>;
+  /** EventBridge Scheduler's API on the same endpoint, when emulated. */
+  schedules?: Schedules;
 }
 
 /** Lambda's request payload limits. */
@@ -42,6 +46,7 @@ export function functionNameOf(raw: string): string {
 
 async function handle(backend: InvokeBackend, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://localhost");
+  if (backend.schedules && isSchedulerPath(url.pathname)) return handleSchedulerApi(backend.schedules, req, res);
   const match = INVOKE_PATH.exec(url.pathname);
   if (req.method !== "POST" || !match?.[1]) {
     req.resume();

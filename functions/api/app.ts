@@ -17,7 +17,8 @@ import { bearerAuth } from "./auth.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { ApiError, errorJson, invalidRequest, toErrorResponse } from "./errors.ts";
 import { registerJobRoutes, type ApiEnv } from "./jobs.ts";
-import { groupsRoute, healthRoute, openApiRoute, queuesRoute, throughputRoute } from "./routes.ts";
+import { groupsRoute, healthRoute, openApiRoute, queuesRoute, recurringRoute, throughputRoute } from "./routes.ts";
+import { listRecurring, type RecurringJob } from "../../shared/recurring.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const API_VERSION = "1.0.0";
@@ -50,6 +51,8 @@ export type AppOptions = {
    * Unchecked, and nothing counted unserved, when absent.
    */
   serving?: ServingRules;
+  /** The deployment's recurring jobs (jobs/index.ts `recurring`), listed by `/v1/recurring`. */
+  recurring?: readonly RecurringJob[];
 } & ({ store: Store } | { openStore: () => OpenedStore });
 
 export function createApp(options: AppOptions) {
@@ -114,6 +117,11 @@ export function createApp(options: AppOptions) {
     const { minutes } = c.req.valid("query");
     const buckets = await throughput(c.var.store, minutes);
     return c.json({ minutes, buckets: buckets.map((b) => ({ ...b, minute: b.minute.toISOString() })) }, 200);
+  });
+  app.openapi(recurringRoute, async (c) => {
+    const listed = await listRecurring(c.var.store, options.recurring ?? []);
+    const iso = (d: Date | null) => d?.toISOString() ?? null;
+    return c.json({ recurring: listed.map((r) => ({ ...r, lastTickAt: iso(r.lastTickAt), nextRunAt: iso(r.nextRunAt) })) }, 200);
   });
   app.openapi(healthRoute, (c) => c.json({ ok: true as const }, 200));
 

@@ -94,6 +94,19 @@ export const throughputRoute = createRoute({
   responses: { 200: json(throughputSchema, "One bucket per minute, oldest first"), ...failures },
 });
 
+const recurringSchema = z.object({
+  recurring: z.array(z.object({
+    name: z.string(), jobName: z.string(), cron: z.string(), timeZone: z.string(),
+    missed: z.enum(["skip", "run"]), lastTickAt: z.string().nullable(), nextRunAt: z.string().nullable(),
+  })),
+});
+
+export const recurringRoute = createRoute({
+  method: "get", path: "/v1/recurring", tags: ["queues"], security,
+  summary: "Recurring jobs: cron, time zone, the last tick enqueued and the next run",
+  responses: { 200: json(recurringSchema, "One entry per recurring job the deployment declares"), 401: failures[401] },
+});
+
 export const healthRoute = createRoute({
   method: "get", path: "/health", tags: ["service"], security: [],
   summary: "Liveness; needs no token and touches no database",

@@ -14,10 +14,10 @@ export function databaseUrl(): string {
   return inject("databaseUrl");
 }
 
-export function createPool(driver: Driver, max = 10): Pool {
+export function createPool(driver: Driver, max = 10, url = databaseUrl()): Pool {
   return driver === "pg"
-    ? createPgPool(databaseUrl(), max)
-    : createNeonPool(databaseUrl(), { max, wsProxy: inject("wsRelay"), webSocketConstructor: WebSocket });
+    ? createPgPool(url, max)
+    : createNeonPool(url, { max, wsProxy: inject("wsRelay"), webSocketConstructor: WebSocket });
 }
 
 export interface TestDb extends Store {
@@ -28,11 +28,11 @@ export interface TestDb extends Store {
 }
 
 /** A freshly migrated schema of its own, reached through `driver`. */
-export async function createTestDb(driver: Driver, poolSize = 10): Promise<TestDb> {
+export async function createTestDb(driver: Driver, poolSize = 10, url = databaseUrl()): Promise<TestDb> {
   const schema = `t_${randomBytes(6).toString("hex")}`;
-  const admin = createPgPool(databaseUrl(), 4);
+  const admin = createPgPool(url, 4);
   await migrate(admin, schema);
-  const pool = createPool(driver, poolSize);
+  const pool = createPool(driver, poolSize, url);
   return {
     db: pool,
     schema,
@@ -42,6 +42,26 @@ export async function createTestDb(driver: Driver, poolSize = 10): Promise<TestD
       await pool.end();
       await admin.query(`drop schema "${schema}" cascade`);
       await admin.end();
+    },
+  };
+}
+
+/**
+ * A database of its own (for what Postgres counts per database, such as
+ * `pg_stat_database.xact_commit`): its URL, and a function that drops it.
+ */
+export async function createOwnDatabase(): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+  const name = `leasehold_t_${randomBytes(5).toString("hex")}`;
+  const server = createPgPool(databaseUrl(), 1);
+  await server.query(`create database ${name}`);
+  const url = new URL(databaseUrl());
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    async drop() {
+      await server.query(`drop database if exists ${name} with (force)`);
+      await server.end();
     },
   };
 }

@@ -4,7 +4,7 @@ import { inject } from "vitest";
 import { defineConfig, functionSpecs, type Config } from "../../shared/config.ts";
 import type { z } from "zod";
 import { configSchema } from "../../shared/config.ts";
-import { startLambdaRuntime, type LambdaRuntime } from "../../dev/lambda/runtime.ts";
+import { startLambdaRuntime, type LambdaRuntime, type LambdaRuntimeOptions } from "../../dev/lambda/runtime.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./db.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -28,22 +28,28 @@ export interface Stack {
  * reaching Postgres through the real Neon driver and the WebSocket relay.
  * `jobs` is the module of the job types the functions are deployed with.
  */
-export async function startStack(input: z.input<typeof configSchema>, options: { jobs?: string; db?: TestDb } = {}): Promise<Stack> {
+export async function startStack(
+  input: z.input<typeof configSchema>,
+  options: { jobs?: string; db?: TestDb; runtime?: Partial<LambdaRuntimeOptions>; databaseUrl?: string } = {},
+): Promise<Stack> {
   const config = defineConfig(input);
-  const t = options.db ?? (await createTestDb("pg"));
+  const url = options.databaseUrl ?? databaseUrl();
+  const t = options.db ?? (await createTestDb("pg", 10, url));
   const logs: Stack["logs"] = [];
   const runtime = await startLambdaRuntime({
     functions: functionSpecs(config).filter((f) => f.name !== "api" && f.name !== "migrate"),
     rootDir: root,
     env: {
-      DATABASE_URL: databaseUrl(),
+      DATABASE_URL: url,
       LEASEHOLD_SCHEMA: t.schema,
       LEASEHOLD_WS_PROXY: inject("wsRelay"),
       LEASEHOLD_CONFIG: JSON.stringify(input),
       LEASEHOLD_JOBS: options.jobs ?? fileURLToPath(new URL("../fixtures/e2e-jobs.ts", import.meta.url)),
-      POWERTOOLS_LOG_LEVEL: "WARN",
+      POWERTOOLS_LOG_LEVEL: process.env.LOG_LEVEL ?? "WARN",
     },
     onLog: (fn, requestId, line) => void logs.push({ fn, requestId, line }),
+    schedulePrecisionMs: config.wake.precisionMs,
+    ...options.runtime,
   });
   const lambda = new LambdaClient({
     endpoint: runtime.url,
@@ -60,6 +66,8 @@ export async function startStack(input: z.input<typeof configSchema>, options: {
       return JSON.parse(body) as T;
     },
     async close() {
+      // DUMP_LOGS=<file>: every function's lines, for a failing run.
+      if (process.env.DUMP_LOGS) (await import("node:fs")).appendFileSync(process.env.DUMP_LOGS, logs.map((l) => `${l.fn} ${l.line}\n`).join(""));
       lambda.destroy();
       await runtime.close();
       if (!options.db) await t.drop();
