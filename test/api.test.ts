@@ -213,7 +213,8 @@ describe("HTTP API, auth, documents and faults", () => {
     const undocumented = ["GET /dashboard", "GET /dashboard/app.css", "GET /dashboard/app.js"];
     expect(served).toEqual([...documented, ...undocumented].sort());
     expect(documented).toEqual([
-      "GET /health", "GET /openapi.json", "GET /v1/groups", "GET /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/queues", "GET /v1/throughput",
+      "GET /health", "GET /openapi.json", "GET /v1/groups", "GET /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/queues", "GET /v1/recurring",
+      "GET /v1/throughput",
       "POST /v1/jobs", "POST /v1/jobs/batch", "POST /v1/jobs/{id}/cancel", "POST /v1/jobs/{id}/retry",
     ]);
     expect(body.components.securitySchemes.bearer).toEqual({ type: "http", scheme: "bearer" });

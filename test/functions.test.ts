@@ -55,9 +55,11 @@ describe("the functions, run for real by the local Lambda runtime", () => {
     const { id } = await enqueue(s.t, blocker, {});
     // Asynchronously, as an enqueue wakes it: the scheduler then watches the lease.
     await s.lambda.send(new InvokeCommand({ FunctionName: "scheduler", InvocationType: "Event", Payload: JSON.stringify(WAKE) }));
+    // Mid-job: its runner has recorded that the handler started (one write
+    // after the start), so the death charges the attempt.
     const holder = await until(async () => {
       const { rows } = await s.t.admin.query<{ runner_id: string }>(
-        `select runner_id from "${s.t.schema}".jobs where id = $1 and status = 'running'`, [id]);
+        `select runner_id from "${s.t.schema}".jobs where id = $1 and status = 'running' and handler_started`, [id]);
       return rows[0]?.runner_id;
     }, 20_000, "the blocker to start");
     const victim = await until(async () => s.runtime.inflight().find((i) => i.requestId === holder), 5_000, "the runner process");
