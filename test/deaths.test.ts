@@ -17,7 +17,8 @@ describe("a job's death, whichever way it dies", () => {
   beforeAll(async () => {
     s = await startStack({
       runners: { runner: { queues: ["default"], slots: 4, memoryMb: 256, timeoutSeconds: 20, maxLeaseMs: 5_000, idleMs: 500, maxConcurrency: 2 } },
-      scheduler: { pollMs: 200, timeoutSeconds: 10 },
+      scheduler: { pollMs: 200, timeoutSeconds: 12 },
+      wake: { precisionMs: 2_000, startLeadMs: 1_000, armSlackMs: 1_000 },
     });
   });
   afterAll(() => s.close());

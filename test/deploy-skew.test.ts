@@ -20,7 +20,8 @@ const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, im
 const BIN = fileURLToPath(new URL("../cli/bin.mjs", import.meta.url));
 const config = {
   runners: { runner: { queues: ["default"], slots: 4, memoryMb: 256, timeoutSeconds: 20, maxLeaseMs: 5_000, idleMs: 400, maxConcurrency: 2 } },
-  scheduler: { pollMs: 100, timeoutSeconds: 10 },
+  scheduler: { pollMs: 100, timeoutSeconds: 12 },
+  wake: { precisionMs: 2_000, startLeadMs: 1_000, armSlackMs: 1_000 },
 };
 
 /** `leasehold stats --json` with the deployment's config and the job types of `jobs`. */

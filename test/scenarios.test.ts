@@ -66,8 +66,12 @@ describe("the benchmark scenarios, shortened, through the local Lambda runtime",
     const r = await runOom(env(), profile, { ordinaryJobs: 10, ordinaryEveryMs: 300, ordinaryMs: 300, durationMs: 4_000, drainMs: 40_000 });
     expect(r.hog.starts).toBe(3);
     expect(r.hog.status).toBe("dead");
-    expect(r.hog.attempts.map((a) => [a.attempt, a.outcome])).toEqual([[1, "lease_expired"], [2, "lease_expired"], [3, "lease_expired"]]);
-    for (const a of r.hog.attempts) expect(a.error).toMatch(/did not settle/);
+    // A hog that blocks its event loop may die before its runner records its
+    // start: that death is given back, and charged with the next one.
+    expect(r.hog.attempts.map((a) => a.attempt)).toEqual([1, 2, 3]);
+    expect(r.hog.attempts.slice(1).map((a) => a.outcome)).toEqual(["lease_expired", "lease_expired"]);
+    expect(r.hog.attempts[0]!.outcome).toMatch(/^(released|lease_expired)$/);
+    for (const a of r.hog.attempts.slice(1)) expect(a.error).toMatch(/did not settle/);
     expect(r.runnerDeaths.killed).toBeGreaterThanOrEqual(3);
     expect(r.ordinary.succeeded).toBe(10);
   }, 60_000);
