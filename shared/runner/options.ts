@@ -1,0 +1,83 @@
+import type { Store } from "../db.ts";
+import type { Registry } from "../job.ts";
+import type { Clock } from "./clock.ts";
+
+/** What `runWorker` takes, tells and returns (shared/worker.ts). */
+
+export interface WorkerLog {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface WorkerOptions {
+  store: Store;
+  registry: Registry;
+  /** Served in turn; a claim takes from one queue at a time. */
+  queues: readonly string[];
+  runnerId: string;
+  /** Jobs run at once. */
+  slots: number;
+  /**
+   * Jobs claimed ahead of the free slots. Default: adaptive (`PrefetchGauge`):
+   * what the slots will finish while the next claim is under way; none for
+   * slow jobs, so other runners can take them.
+   */
+  prefetch?: number;
+  /** Time left before the runner must be gone; default: no limit. */
+  remainingMs?: () => number;
+  /** Kept back from `remainingMs` for settling and closing. */
+  marginMs?: number;
+  /** The longest lease it takes, however much time remains (its config's `maxLeaseMs`); default: no limit. */
+  maxLeaseMs?: number;
+  /** Default: share each claim between the groups with ready jobs; false: priority order only. */
+  fair?: boolean;
+  /** Exit after this long with nothing to claim and nothing running. */
+  idleMs?: number;
+  /** Wait between claims that found nothing. */
+  pollMs?: number;
+  /** Stay (claiming every `pollMs`) at least until this time on `clock`: started ahead of a due job. */
+  waitUntil?: number;
+  /** Called after a follow-up enqueue this runner will not pick up itself (another queue, or later). */
+  onFollowUp?: () => void;
+  log?: WorkerLog;
+  /** Called for every settled attempt, e.g. to publish metrics. */
+  onSettled?: (event: SettledEvent) => void;
+  /**
+   * Suspects (jobs on their last attempt after a runner died holding them)
+   * always run alone. `alone` (default): this runner runs them itself,
+   * pausing its other work; `elsewhere`: it never takes one (a dedicated
+   * runner does); `only`: it runs nothing but suspects, one after another.
+   */
+  suspects?: "alone" | "elsewhere" | "only";
+  /** Called with the ids of jobs that ended `dead` here (failed, timed out, or failed for good). */
+  onDead?: (ids: string[]) => void;
+  clock?: Clock;
+}
+
+export type SettleOutcome = "succeeded" | "failed" | "timeout" | "released";
+
+export interface SettledEvent {
+  jobId: string;
+  queue: string;
+  name: string;
+  attempt: number;
+  outcome: SettleOutcome;
+  /** False when fencing refused it (the lease had been lost) or it was abandoned. */
+  accepted: boolean;
+  /** The job's status after an accepted failure or timeout. */
+  status?: "queued" | "dead";
+  durationMs: number;
+}
+
+export interface WorkerSummary {
+  claimed: number;
+  succeeded: number;
+  failed: number;
+  timedOut: number;
+  released: number;
+  /** Settles refused by fencing (the lease had been lost) or abandoned when it ran out. */
+  stale: number;
+  /** Why the loop ended. */
+  exit: "idle" | "time" | "database";
+}
