@@ -80,9 +80,11 @@ describe("the functions, run for real by the local Lambda runtime", () => {
     await drive(async () => (await count("id = $1 and status = 'dead'", [id])) === 1, 90_000, "the hog to die three times");
     await drive(async () => (await count("group_key = 'beside-hog' and status = 'succeeded'")) === 200, 60_000, "the 200 jobs");
     const history = await attempts(id);
-    // A hog that blocks its event loop dies before its runner can record its
-    // start: that first death is given back, and charged with the next one.
-    expect(history.map((a) => a.outcome)).toEqual([expect.stringMatching(/^(released|lease_expired)$/), "lease_expired", "lease_expired"]);
+    // A hog that blocks its event loop may die before its runner records its
+    // start: that death is given back (at most once), and charged with the next.
+    expect(history.at(-1)!.outcome).toBe("lease_expired");
+    expect(history.filter((a) => a.outcome === "released").length).toBeLessThanOrEqual(1);
+    expect(history.filter((a) => a.outcome !== "released").every((a) => a.outcome === "lease_expired")).toBe(true);
     expect(history.map((a) => a.attempt)).toEqual([1, 2, 3]);
     expect(await s.t.admin.query(`select attempts from "${s.t.schema}".jobs where id = $1`, [id]).then((r) => r.rows[0])).toEqual({ attempts: 3 });
     expect(new Set(history.map((a) => a.runner_id)).size).toBe(3);

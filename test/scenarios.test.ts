@@ -67,11 +67,15 @@ describe("the benchmark scenarios, shortened, through the local Lambda runtime",
     expect(r.hog.starts).toBe(3);
     expect(r.hog.status).toBe("dead");
     // A hog that blocks its event loop may die before its runner records its
-    // start: that death is given back, and charged with the next one.
+    // start: that death is given back (at most once: from then on its start
+    // is recorded first), and charged with the next one.
     expect(r.hog.attempts.map((a) => a.attempt)).toEqual([1, 2, 3]);
-    expect(r.hog.attempts.slice(1).map((a) => a.outcome)).toEqual(["lease_expired", "lease_expired"]);
-    expect(r.hog.attempts[0]!.outcome).toMatch(/^(released|lease_expired)$/);
-    for (const a of r.hog.attempts.slice(1)) expect(a.error).toMatch(/did not settle/);
+    expect(r.hog.attempts.at(-1)!.outcome).toBe("lease_expired");
+    expect(r.hog.attempts.filter((a) => a.outcome === "released").length).toBeLessThanOrEqual(1);
+    for (const a of r.hog.attempts.filter((a) => a.outcome !== "released")) {
+      expect(a.outcome).toBe("lease_expired");
+      expect(a.error).toMatch(/did not settle/);
+    }
     expect(r.runnerDeaths.killed).toBeGreaterThanOrEqual(3);
     expect(r.ordinary.succeeded).toBe(10);
   }, 60_000);
