@@ -60,11 +60,15 @@ with marked as (
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at
 ), failed as (
   update leasehold.jobs j
-  set status = (case when s.permanent or j.attempts >= j.max_attempts then 'dead' else 'queued' end)::leasehold.job_status,
-      run_at = case when s.permanent or j.attempts >= j.max_attempts then j.run_at
+  -- An attempt owed from a death that was given back is charged with this
+  -- failure; and the job keeps recording its start first (its handler may
+  -- have gone on to kill its runner after it was aborted).
+  set attempts = least(j.max_attempts, j.attempts + j.owes_attempt::integer),
+      status = (case when s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts then 'dead' else 'queued' end)::leasehold.job_status,
+      run_at = case when s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts then j.run_at
                     else now() + s.delay_ms * interval '1 millisecond' end,
-      finished_at = case when s.permanent or j.attempts >= j.max_attempts then now() end,
-      lease_expires_at = null, last_error = s.error, suspect = false, owes_attempt = false, start_first = false
+      finished_at = case when s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts then now() end,
+      lease_expires_at = null, last_error = s.error, suspect = false, owes_attempt = false
   from unnest($5::bigint[], $6::uuid[], $7::text[], $8::text[], $9::float8[], $10::boolean[])
     as s(id, token, outcome, error, delay_ms, permanent)
   where j.id = s.id and ${FENCED}

@@ -135,6 +135,18 @@ describe.each(drivers)("rescue (%s driver)", (driver) => {
     ]);
   });
 
+  it("charges an owed attempt with a failure too, and keeps recording the job's start first", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, brief, {}, { queue });
+    await claimAll(queue, "died-unrecorded", false, false);
+    await sleep(130);
+    await rescueExpiredLeases(t); // given back: attempts 0, owed
+    const [again] = await claimAll(queue, "times-out");
+    expect((await failJobs(t, [{ ...again!, outcome: "timeout", error: "aborted", retryDelayMs: 0 }])).get(id)).toBe("queued");
+    // The aborted handler may still kill its runner: its next start is recorded first.
+    expect(await row(id)).toMatchObject({ attempts: 2, owes_attempt: false, start_first: true });
+  });
+
   it("a job that kills its runner before its start is recorded still starts exactly max_attempts times", async () => {
     const queue = freshQueue();
     const { id } = await enqueue(t, brief, {}, { queue });
