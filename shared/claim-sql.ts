@@ -107,7 +107,7 @@ set status = 'running',
 from ${from} a
 where j.id = a.id ${extra}
 returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
-          j.lease_token::text, j.runs, j.start_first, a.ord,
+          j.lease_token::text, j.runs, j.start_first or j.attempts >= j.max_attempts as start_first, a.ord,
           (select g from groups order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count`;
 
 /**

@@ -11,7 +11,11 @@ export interface ClaimedJob {
   attempts: number;
   /** This attempt's number for the life of the job: its attempt row's number. */
   run: number;
-  /** Given an attempt back after a death: its start is recorded before its handler runs. */
+  /**
+   * Its start is recorded before its handler runs: it was given an attempt
+   * back after a death, or this is its last attempt (so a death on it is
+   * never given back, and it never starts more than max_attempts times).
+   */
   startFirst: boolean;
   maxAttempts: number;
   leaseMs: number;

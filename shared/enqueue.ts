@@ -148,7 +148,8 @@ insert into leasehold.jobs
    status, attempts, runs, lease_token, lease_expires_at, runner_id, started_at)
 values ($1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text,
    'running', 1, 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now())
-returning id::text, queue, name, payload, attempts, runs, start_first, max_attempts, lease_ms, backoff_ms, lease_token::text`;
+returning id::text, queue, name, payload, attempts, runs, start_first or attempts >= max_attempts as start_first, max_attempts, lease_ms, backoff_ms,
+  lease_token::text`;
 
 /**
  * Enqueues one job already claimed by `runnerId`: the insert is the claim
