@@ -1,5 +1,5 @@
 import type { Store } from "../db.ts";
-import { settledEarlier, settleJobs, type Failure, type Lease, type SettleBatch } from "../settle.ts";
+import { settledEarlier, settleJobs, type Failure, type Lease } from "../settle.ts";
 import { nextTurn, type Clock } from "./clock.ts";
 import { backoffMs, isTransient } from "./transient.ts";
 
@@ -200,4 +200,3 @@ export class Completer {
   }
 }
 
-export type { SettleBatch };
