@@ -1,9 +1,10 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import pg from "pg";
-import { DEFAULT_SCHEMA } from "../shared/config.ts";
-import { schemaIdent, type Pool, type Store } from "../shared/db.ts";
+import { defineConfig, type Config } from "../shared/config.ts";
+import { resolveSettings } from "../shared/settings.ts";
+import type { Pool, Store } from "../shared/db.ts";
 import type { Registry } from "../shared/job.ts";
 import type { RecurringJob } from "../shared/recurring.ts";
 import { CliError, EXIT, usageError } from "./errors.ts";
@@ -15,7 +16,6 @@ import { atFallback, createSchedulerWaker } from "../functions/waker.ts";
  * `dev/stack.ts` and `dev/embedded-postgres.ts`): the default when DATABASE_URL is unset.
  */
 export const DEV_DATABASE_URL = `postgres://postgres:leasehold@127.0.0.1:${process.env.LEASEHOLD_DEV_PG_PORT || 54329}/postgres`;
-export const DEFAULT_JOBS_MODULE = fileURLToPath(new URL("../jobs/index.ts", import.meta.url));
 /** A CLI run needs few connections; retry-all uses them in parallel. */
 const POOL_SIZE = 4;
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -24,11 +24,14 @@ export interface GlobalValues {
   "database-url"?: string;
   schema?: string;
   jobs?: string;
+  config?: string;
   json?: boolean;
 }
 
 /** What a command runs against and writes to. The database is connected on first use. */
 export interface Context {
+  /** The app's config (`leasehold.config.ts` in the working directory, or --config). */
+  readonly config: Config;
   readonly schema: string;
   readonly json: boolean;
   /** The database URL with its password masked: safe to print. */
@@ -39,7 +42,7 @@ export interface Context {
   readonly secrets: string[];
   pool(): Pool;
   store(): Store;
-  /** The job types of `--jobs` (default `jobs/index.ts`). */
+  /** The job types of `--jobs` (default: the config's `jobs`). */
   registry(): Promise<Registry>;
   /** The recurring jobs the same module exports as `recurring` (none when it exports none). */
   recurring(): Promise<RecurringJob[]>;
@@ -105,8 +108,7 @@ export function secretsOf(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return secrets;
 }
 
-export async function loadRegistry(module: string | undefined): Promise<Registry> {
-  const file = module ? resolve(process.cwd(), module) : DEFAULT_JOBS_MODULE;
+export async function loadRegistry(file: string): Promise<Registry> {
   if (!existsSync(file)) throw usageError(`--jobs: no such file ${file}`);
   let exported: { registry?: unknown };
   try {
@@ -120,15 +122,17 @@ export async function loadRegistry(module: string | undefined): Promise<Registry
   return exported.registry as Registry;
 }
 
-export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = process.env): Context {
-  const given = values["database-url"] ?? (env.DATABASE_URL || undefined);
-  const url = checkedUrl(given ?? DEV_DATABASE_URL);
-  const schema = values.schema ?? (env.LEASEHOLD_SCHEMA || DEFAULT_SCHEMA);
+export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = process.env, config: Config = defineConfig({})): Context {
+  let settings;
   try {
-    schemaIdent(schema);
-  } catch {
-    throw usageError(`invalid schema name ${JSON.stringify(schema)}: use lowercase letters, digits and _`);
+    settings = resolveSettings({ given: { schema: values.schema, databaseUrl: values["database-url"] }, env, config });
+  } catch (err) {
+    throw usageError((err as Error).message);
   }
+  const given = settings.databaseUrl;
+  const url = checkedUrl(given ?? DEV_DATABASE_URL);
+  const schema = settings.schema;
+  const jobsModule = resolve(process.cwd(), values.jobs ?? config.jobs);
   const json = values.json ?? false;
   let pool: pg.Pool | null = null;
   let registry: Promise<Registry> | null = null;
@@ -144,6 +148,7 @@ export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = pro
   };
 
   return {
+    config,
     schema,
     json,
     database: maskUrl(url),
@@ -151,10 +156,10 @@ export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = pro
     secrets: urlSecrets(url),
     pool: getPool,
     store: () => ({ db: getPool(), schema }),
-    registry: () => (registry ??= loadRegistry(values.jobs)),
+    registry: () => (registry ??= loadRegistry(jobsModule)),
     async recurring() {
-      await (registry ??= loadRegistry(values.jobs)); // checks the module, with the CLI's errors
-      const file = values.jobs ? resolve(process.cwd(), values.jobs) : DEFAULT_JOBS_MODULE;
+      await (registry ??= loadRegistry(jobsModule)); // checks the module, with the CLI's errors
+      const file = jobsModule;
       return ((await import(pathToFileURL(file).href)) as { recurring?: RecurringJob[] }).recurring ?? [];
     },
     output(data, human) {

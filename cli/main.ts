@@ -7,21 +7,24 @@ import { pruneCommand } from "./commands/prune.ts";
 import { retryCommand } from "./commands/retry.ts";
 import { statsCommand } from "./commands/stats.ts";
 import { recurringCommand } from "./commands/recurring.ts";
+import { devCommand } from "./commands/dev.ts";
 import type { Command, Values } from "./command.ts";
 import { createContext, DEV_DATABASE_URL, maskUrl, secretsOf, type Context, type GlobalValues } from "./context.ts";
+import { loadAppConfig } from "../dev/app-config.ts";
 import { EXIT, usageError } from "./errors.ts";
 import { reportFailure } from "./report.ts";
 
 /** `leasehold`: the operator's command line for a Leasehold queue. */
 
 const COMMANDS: readonly Command[] = [
-  migrateCommand, enqueueCommand, jobsCommand, jobCommand, retryCommand, cancelCommand, statsCommand, recurringCommand, pruneCommand,
+  devCommand, migrateCommand, enqueueCommand, jobsCommand, jobCommand, retryCommand, cancelCommand, statsCommand, recurringCommand, pruneCommand,
 ];
 
 const GLOBAL_OPTIONS = {
   "database-url": { type: "string" },
   schema: { type: "string" },
   jobs: { type: "string" },
+  config: { type: "string" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -30,8 +33,12 @@ const GLOBAL_HELP = `Options for every command:
   --database-url <url>   Postgres to use (default: $DATABASE_URL, else the
                          embedded Postgres of the dev stack, \`npm run dev\`:
                          ${maskUrl(DEV_DATABASE_URL)})
-  --schema <name>        Leasehold's schema (default: $LEASEHOLD_SCHEMA, else leasehold)
-  --jobs <module>        a module exporting \`registry\` (default: jobs/index.ts)
+  --schema <name>        Leasehold's schema (default: $LEASEHOLD_SCHEMA, else the
+                         config's schema, else leasehold)
+  --config <file>        the app's config (default: ./leasehold.config.ts if there
+                         is one, else every default)
+  --jobs <module>        a module exporting \`registry\` (default: the config's
+                         \`jobs\`, jobs/index.ts)
   --json                 print one JSON document on stdout instead of text
   -h, --help             help for the command`;
 
@@ -76,7 +83,14 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write(`${command.help}\n\n${GLOBAL_HELP}\n`);
       return EXIT.ok;
     }
-    ctx = createContext(values as GlobalValues);
+    const globals = values as GlobalValues;
+    let config;
+    try {
+      config = await loadAppConfig(process.cwd(), globals.config);
+    } catch (err) {
+      throw usageError(`config: ${(err as Error).message.split("\n")[0]}`);
+    }
+    ctx = createContext(globals, process.env, config);
     await command.run(ctx, positionals, values as Values);
     return EXIT.ok;
   } catch (err) {

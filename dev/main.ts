@@ -1,11 +1,11 @@
 import { parseArgs } from "node:util";
-import { startDemoTraffic } from "./demo-traffic.ts";
-import { startDevStack } from "./stack.ts";
+import { runDev } from "./run.ts";
 
 /**
- * `npm run dev`: the whole system locally. Honours PORT, DATABASE_URL and
- * LEASEHOLD_API_TOKEN; `--jobs <module>` runs your own job types;
- * `--no-demo` starts without the example traffic.
+ * `npm run dev`: the whole system locally, for this repository's own app
+ * (leasehold.config.ts). `--jobs <module>` runs other job types;
+ * `--no-demo` starts without the example traffic. An app runs the same with
+ * `npx leasehold dev`.
  */
 const { values } = parseArgs({
   options: {
@@ -15,34 +15,4 @@ const { values } = parseArgs({
   },
 });
 
-const stack = await startDevStack({
-  databaseUrl: process.env.DATABASE_URL || undefined,
-  port: process.env.PORT ? Number(process.env.PORT) : 8787,
-  apiToken: process.env.LEASEHOLD_API_TOKEN || undefined,
-  jobsModule: values.jobs,
-  onLog: values.verbose ? (fn, line) => console.log(`[${fn}] ${line}`) : undefined,
-});
-const demo = values["no-demo"] || values.jobs ? null : startDemoTraffic(stack.apiUrl, stack.apiToken);
-
-console.log(`
-Leasehold is running.
-  dashboard   ${stack.dashboardUrl}
-  API         ${stack.apiUrl}   (Authorization: Bearer ${stack.apiToken})
-  Lambda      ${stack.lambdaUrl}   (local Invoke API: runner, scheduler, rescuer)
-  Postgres    ${stack.databaseUrl.replace(/:[^:@/]+@/, ":***@")}
-  CLI wakes   export LEASEHOLD_SCHEDULER_FUNCTION=scheduler AWS_ENDPOINT_URL_LAMBDA=${stack.lambdaUrl} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
-${demo ? "Example jobs are being enqueued (--no-demo to stop that); the crashing one ends dead after 3 rescues." : ""}
-Ctrl-C stops everything.`);
-
-let stopping = false;
-const stop = async () => {
-  if (stopping) return;
-  stopping = true;
-  console.log("stopping...");
-  demo?.stop();
-  await stack.close();
-  console.log("stopped");
-  process.exit(0);
-};
-process.on("SIGINT", stop);
-process.on("SIGTERM", stop);
+await runDev({ jobsModule: values.jobs, demo: !values["no-demo"] && !values.jobs, verbose: values.verbose });

@@ -6,7 +6,9 @@ import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
 import { createSchedulerWaker } from "../functions/waker.ts";
-import { config, functionSpecs } from "../shared/config.ts";
+import { type Config } from "../shared/config.ts";
+import { loadAppConfig } from "./app-config.ts";
+import { localFunctions } from "./functions.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
 import type { Registry } from "../shared/job.ts";
 import { toAwsCron } from "../shared/aws-cron.ts";
@@ -30,7 +32,11 @@ export interface DevStackOptions {
   port?: number;
   /** Fixed API token (for scripts); default: a fresh random one. */
   apiToken?: string;
-  /** A module exporting `registry`: the job types to run instead of jobs/index.ts. */
+  /** The app's root: where its `leasehold.config.ts` is, and what paths are relative to. Default: this repository. */
+  root?: string;
+  /** Default: the app's `leasehold.config.ts` (every default without one). */
+  config?: Config;
+  /** A module exporting `registry`: the job types to run instead of the config's `jobs`. */
   jobsModule?: string;
   schema?: string;
   /** Every line a function prints. */
@@ -66,20 +72,22 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       closers.push(() => postgres!.stop());
     }
     const databaseUrl = options.databaseUrl ?? postgres!.url;
+    const root = options.root ?? ROOT;
+    const config = options.config ?? (await loadAppConfig(root));
     const schema = options.schema ?? config.schema;
     const pool = createPgPool(databaseUrl, 10);
     closers.push(() => pool.end());
     await migrate(pool, schema);
 
-    const jobsModule = options.jobsModule ? resolve(options.jobsModule) : join(ROOT, "jobs", "index.ts");
+    const jobsModule = resolve(root, options.jobsModule ?? config.jobs);
     const { registry, recurring = [] } = (await import(pathToFileURL(jobsModule).href)) as { registry: Registry; recurring?: RecurringJob[] };
     if (!registry) throw new Error(`${jobsModule} does not export a registry`);
 
     const relay = await startWsRelay();
     closers.push(() => relay.close());
     const runtime = await startLambdaRuntime({
-      functions: functionSpecs(config).filter((f) => f.name !== "api"),
-      rootDir: ROOT,
+      functions: localFunctions({ root, config, jobsModule }).filter((f) => f.name !== "api"),
+      rootDir: root,
       schedules: true,
       schedulePrecisionMs: config.wake.precisionMs,
       maxConcurrency: Object.fromEntries(Object.entries(config.runners).map(([name, r]) => [name, r.maxConcurrency])),
@@ -87,7 +95,6 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
         DATABASE_URL: databaseUrl,
         LEASEHOLD_SCHEMA: schema,
         LEASEHOLD_WS_PROXY: relay.address,
-        LEASEHOLD_JOBS: jobsModule,
         NODE_NO_WARNINGS: "1",
       },
       onLog: options.onLog ? (fn, _id, line) => options.onLog!(fn, line) : () => {},

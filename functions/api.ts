@@ -7,48 +7,54 @@
  */
 import { Logger } from "@aws-lambda-powertools/logger";
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
-import { recurring, registry } from "../jobs/index.ts";
-import { config } from "../shared/config.ts";
+import WebSocket from "ws";
 import { createNeonPool } from "../shared/drivers/neon.ts";
 import { SERVICE_NAME } from "../shared/metrics-names.ts";
 import { servingRules } from "../shared/serving.ts";
 import { createApp } from "./api/app.ts";
-import { readApiEnvironment } from "./api/env.ts";
+import { readApiEnvironment, type LinkedResources } from "./api/env.ts";
+import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { lambdaClient } from "./aws.ts";
 import { atFallback, createSchedulerWaker, settleBriefly } from "./waker.ts";
 
-const env = await readApiEnvironment();
-const logger = new Logger({ serviceName: SERVICE_NAME });
-// Node 22 (the Lambda runtime) has a global WebSocket; Node 20 (local) needs `ws`.
-const webSocketConstructor = globalThis.WebSocket ? undefined : (await import("ws")).default;
+export interface ApiHandlerOptions extends LeaseholdApp {
+  /** Default: process.env and SST's linked resources. */
+  env?: Record<string, string | undefined>;
+  resources?: LinkedResources;
+}
 
-const waker = createSchedulerWaker(
-  env.schedulerFunction,
-  (err) => logger.warn("waking the scheduler failed; the at() fallback or the next wake-up will find the job", { error: String(err) }),
-  lambdaClient(),
-  atFallback(),
-);
-
-export const app = createApp({
-  registry,
-  token: env.apiToken,
-  waker,
-  logger,
-  serving: servingRules(config),
-  recurring,
-  openStore: () => {
-    const pool = createNeonPool(env.databaseUrl, { max: 2, wsProxy: env.wsProxy, webSocketConstructor });
-    return { store: { db: pool, schema: env.schema }, close: () => pool.end() };
-  },
-});
-
-const serve = handle(app);
-
-export async function handler(event: LambdaEvent, context: LambdaContext) {
-  try {
-    return await serve(event, context);
-  } finally {
-    // Bounded: a hung Invoke costs the response WAKE_WAIT_MS at most (see functions/waker.ts).
-    if (!(await settleBriefly(waker))) logger.warn("wake-up still pending when the response was sent");
-  }
+/** The API's Lambda handler (Hono app, dashboard, OpenAPI) for the app's job types and config. */
+export function createApiHandler(options: ApiHandlerOptions) {
+  const { registry, recurring, config } = resolveApp(options);
+  const env = readApiEnvironment(config, options.env, options.resources);
+  const logger = new Logger({ serviceName: SERVICE_NAME });
+  // Node 22 (the Lambda runtime) has a global WebSocket; Node 20 (local) needs `ws`.
+  const webSocketConstructor = globalThis.WebSocket ? undefined : WebSocket;
+  const waker = createSchedulerWaker(
+    env.schedulerFunction,
+    (err) => logger.warn("waking the scheduler failed; the at() fallback or the next wake-up will find the job", { error: String(err) }),
+    lambdaClient(),
+    atFallback(),
+  );
+  const app = createApp({
+    registry,
+    token: env.apiToken,
+    waker,
+    logger,
+    serving: servingRules(config),
+    recurring,
+    openStore: () => {
+      const pool = createNeonPool(env.databaseUrl, { max: 2, wsProxy: env.wsProxy, webSocketConstructor });
+      return { store: { db: pool, schema: env.schema }, close: () => pool.end() };
+    },
+  });
+  const serve = handle(app);
+  return async function handler(event: LambdaEvent, context: LambdaContext) {
+    try {
+      return await serve(event, context);
+    } finally {
+      // Bounded: a hung Invoke costs the response WAKE_WAIT_MS at most (see functions/waker.ts).
+      if (!(await settleBriefly(waker))) logger.warn("wake-up still pending when the response was sent");
+    }
+  };
 }

@@ -1,8 +1,8 @@
 import { Resource } from "sst";
 import WebSocket from "ws";
-import { DEFAULT_SCHEMA } from "../shared/config.ts";
 import type { Pool } from "../shared/db.ts";
 import { createNeonPool } from "../shared/drivers/neon.ts";
+import { resolveSettings, type Settings } from "../shared/settings.ts";
 
 /**
  * What every function needs from its environment. Deployed, secrets come
@@ -27,25 +27,25 @@ export function linkedSecret(name: string, resources: LinkedResources = Resource
   }
 }
 
-export function databaseUrl(): string {
-  const url = linkedSecret("DatabaseUrl") ?? process.env.DATABASE_URL;
-  if (!url) throw new Error("no database URL: link the DatabaseUrl secret or set DATABASE_URL");
-  return url;
-}
-
-export function schema(): string {
-  return process.env.LEASEHOLD_SCHEMA ?? DEFAULT_SCHEMA;
+/**
+ * The settings of a function, resolved once at its cold start (see
+ * shared/settings.ts): linked secrets first, then the environment infra set,
+ * then the config the handler was built with.
+ */
+export function functionSettings(config: { schema: string }, env: Record<string, string | undefined> = process.env): Settings {
+  return resolveSettings({ secret: (name) => linkedSecret(name), env, config });
 }
 
 /**
  * A Neon pool for this invocation only: a Lambda must open, use and close it
- * within one invocation. `LEASEHOLD_WS_PROXY` routes it through a local
- * WebSocket relay to a plain Postgres.
+ * within one invocation. `wsProxy` routes it through a local WebSocket relay
+ * to a plain Postgres.
  */
-export function openPool(max: number): Pool {
-  return createNeonPool(databaseUrl(), {
+export function openPool(settings: Settings, max: number): Pool {
+  if (!settings.databaseUrl) throw new Error("no database URL: link the DatabaseUrl secret or set DATABASE_URL");
+  return createNeonPool(settings.databaseUrl, {
     max,
-    wsProxy: process.env.LEASEHOLD_WS_PROXY,
+    wsProxy: settings.wsProxy,
     webSocketConstructor: globalThis.WebSocket ? undefined : WebSocket,
   });
 }

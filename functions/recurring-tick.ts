@@ -2,28 +2,10 @@ import type { Pool, Store } from "../shared/db.ts";
 import { enqueueTick, latestTick, nextTick, type RecurringJob, type TickResult } from "../shared/recurring.ts";
 import { logger } from "./observability.ts";
 
-/**
- * The app's recurring jobs (jobs/index.ts exports `recurring`), or, locally
- * and in tests, those of the module named by LEASEHOLD_JOBS. Loaded by
- * `loadRecurring()` on the scheduler's first use, not at its cold start: the
- * app's job modules are the heaviest part of the bundle.
- */
-let recurring: readonly RecurringJob[] = [];
-let loaded: Promise<void> | undefined;
-
-export function loadRecurring(): Promise<void> {
-  return (loaded ??= (async () => {
-    const module = (await import(process.env.LEASEHOLD_JOBS ?? "../jobs/index.ts")) as { recurring?: RecurringJob[] };
-    recurring = module.recurring ?? [];
-  })());
-}
-
-export function recurringJobs(): readonly RecurringJob[] {
-  return recurring;
-}
-
 /** A tick delivered by a recurring job's EventBridge schedule (its `<aws.scheduler.scheduled-time>`). */
-export async function enqueueRecurringTick(store: Store, name: string, tickAt: Date): Promise<TickResult | "unknown"> {
+export async function enqueueRecurringTick(
+  store: Store, recurring: readonly RecurringJob[], name: string, tickAt: Date,
+): Promise<TickResult | "unknown"> {
   const job = recurring.find((r) => r.name === name);
   if (!job) {
     logger.warn("tick of an unknown recurring job", { name });
@@ -35,15 +17,15 @@ export async function enqueueRecurringTick(store: Store, name: string, tickAt: D
 }
 
 /** Enqueues each recurring job's latest tick in (sinceMs, nowMs], as the scheduler passes it. */
-export async function enqueueTicksSince(store: Store, sinceMs: number, nowMs: number): Promise<void> {
+export async function enqueueTicksSince(store: Store, recurring: readonly RecurringJob[], sinceMs: number, nowMs: number): Promise<void> {
   for (const job of recurring) {
     const tick = latestTick(job, sinceMs, nowMs);
-    if (tick) await enqueueRecurringTick(store, job.name, tick);
+    if (tick) await enqueueRecurringTick(store, recurring, job.name, tick);
   }
 }
 
 /** The next tick of any recurring job after `afterMs`, in epoch ms, or null. */
-export function nextRecurringTickMs(afterMs: number): number | null {
+export function nextRecurringTickMs(recurring: readonly RecurringJob[], afterMs: number): number | null {
   const ticks = recurring.map((job) => nextTick(job, afterMs)?.getTime()).filter((t): t is number => t !== undefined);
   return ticks.length === 0 ? null : Math.min(...ticks);
 }

@@ -1,13 +1,13 @@
 import type { Context } from "aws-lambda";
 import { z } from "zod";
-import { config, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { runSession } from "../shared/session.ts";
 import type { WorkerSummary } from "../shared/worker.ts";
 import { createWaker } from "../shared/wake.ts";
 import { invokeAsync, lambdaClient } from "./aws.ts";
-import { closePool, openPool, schema } from "./env.ts";
-import { registry } from "./registry.ts";
+import { resolveApp, type LeaseholdApp } from "./app.ts";
+import { closePool, openPool } from "./env.ts";
 import { WAKE_EVENT } from "./waker.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
 
@@ -27,75 +27,83 @@ const eventSchema = z.object({
   queues: z.array(z.string().min(1).max(128)).min(1).optional(),
 });
 
-const lambda = lambdaClient();
+export interface RunnerHandlerOptions extends LeaseholdApp {
+  /** Which of `config.runners` this function is; default: $LEASEHOLD_RUNNER (set by infra), else "runner". */
+  runner?: string;
+}
 
-/** Connections one runner holds: claims, settles, and handlers' follow-ups. */
-const POOL_SIZE = config.connectionsPerRunner;
+/** The runner's Lambda handler, for the app's job types and config. */
+export function createRunnerHandler(options: RunnerHandlerOptions): (event: unknown, context: Context) => Promise<WorkerSummary> {
+  const { registry, config, settings } = resolveApp(options);
+  const name = options.runner ?? process.env.LEASEHOLD_RUNNER ?? "runner";
+  const found = config.runners[name];
+  if (!found) throw new Error(`no runner named ${name} in the config (runners: ${Object.keys(config.runners).join(", ")})`);
+  const runnerConfig = found;
+  const lambda = lambdaClient();
+  return (event, context) => run(event, context);
 
-export async function handler(event: unknown, context: Context): Promise<WorkerSummary> {
-  const name = process.env.LEASEHOLD_RUNNER ?? "runner";
-  const runnerConfig = config.runners[name];
-  if (!runnerConfig) throw new Error(`no runner named ${name} in shared/config.ts`);
-  const parsed = eventSchema.safeParse(event ?? {});
-  if (!parsed.success) throw new Error(`bad runner event: ${z.prettifyError(parsed.error)}`);
-  const queues = parsed.data.queues ?? runnerConfig.queues;
-  const runnerId = context.awsRequestId;
-  const invocationId = parsed.data.invocationId ?? runnerId;
-  logger.addContext(context);
-  logger.appendKeys({ runnerId, runner: name });
+  async function run(event: unknown, context: Context): Promise<WorkerSummary> {
+    const parsed = eventSchema.safeParse(event ?? {});
+    if (!parsed.success) throw new Error(`bad runner event: ${z.prettifyError(parsed.error)}`);
+    const queues = parsed.data.queues ?? runnerConfig.queues;
+    const runnerId = context.awsRequestId;
+    const invocationId = parsed.data.invocationId ?? runnerId;
+    logger.addContext(context);
+    logger.appendKeys({ runnerId, runner: name });
 
-  // A follow-up this runner will not run itself wakes the scheduler, like any enqueue.
-  const waker = createWaker(() => invokeAsync(lambda, process.env.LEASEHOLD_SCHEDULER_FUNCTION || "scheduler", WAKE_EVENT), {
-    onError: (err) => logger.warn("waking the scheduler failed", { error: String(err) }),
-  });
-  const counts = new Map<string, Record<"succeeded" | "failed" | "timeout", number>>();
-  const pool = openPool(POOL_SIZE);
-  const store = { db: pool, schema: schema() };
-  let stale = 0;
-  try {
-    const summary = await runSession({
-      store, registry, queues, runnerId, invocationId,
-      runner: name,
-      requestId: runnerId,
-      // A job with a longer lease is unserved, for this runner as for the scheduler.
-      maxLeaseMs: runnerConfig.maxLeaseMs,
-      slots: runnerConfig.slots,
-      fair: runnerConfig.fair,
-      remainingMs: () => context.getRemainingTimeInMillis(),
-      marginMs: RUNNER_MARGIN_MS,
-      idleMs: runnerConfig.idleMs,
-      pollMs: runnerConfig.pollMs,
-      waitUntil: parsed.data.waitUntil,
-      onFollowUp: () => waker.wake(),
-      log: workerLog,
-      reportDeaths,
-      onSettled: (e) => {
-        if (!e.accepted || e.outcome === "released") return;
-        const c = counts.get(e.queue) ?? { succeeded: 0, failed: 0, timeout: 0 };
-        c[e.outcome]++;
-        counts.set(e.queue, c);
-        if (e.outcome === "succeeded") {
-          logger.info("job succeeded", { jobId: e.jobId, name: e.name, attempt: e.attempt, outcome: e.outcome, durationMs: e.durationMs });
-        }
-      },
+    // A follow-up this runner will not run itself wakes the scheduler, like any enqueue.
+    const waker = createWaker(() => invokeAsync(lambda, process.env.LEASEHOLD_SCHEDULER_FUNCTION || "scheduler", WAKE_EVENT), {
+      onError: (err) => logger.warn("waking the scheduler failed", { error: String(err) }),
     });
-    stale = summary.stale;
-    logger.info("runner done", { ...summary });
-    return summary;
-  } finally {
-    await waker.settled();
-    await closePool(pool);
-    const perQueue = new Map<string, [MetricName, Unit, number][]>();
-    for (const [queue, c] of counts) {
-      perQueue.set(queue, [
-        [Metric.JobsSucceeded, MetricUnit.Count, c.succeeded],
-        [Metric.JobsFailed, MetricUnit.Count, c.failed],
-        [Metric.JobsTimedOut, MetricUnit.Count, c.timeout],
-      ]);
+    const counts = new Map<string, Record<"succeeded" | "failed" | "timeout", number>>();
+    const pool = openPool(settings, config.connectionsPerRunner);
+    const store = { db: pool, schema: settings.schema };
+    let stale = 0;
+    try {
+      const summary = await runSession({
+        store, registry, queues, runnerId, invocationId,
+        runner: name,
+        requestId: runnerId,
+        // A job with a longer lease is unserved, for this runner as for the scheduler.
+        maxLeaseMs: runnerConfig.maxLeaseMs,
+        slots: runnerConfig.slots,
+        fair: runnerConfig.fair,
+        remainingMs: () => context.getRemainingTimeInMillis(),
+        marginMs: RUNNER_MARGIN_MS,
+        idleMs: runnerConfig.idleMs,
+        pollMs: runnerConfig.pollMs,
+        waitUntil: parsed.data.waitUntil,
+        onFollowUp: () => waker.wake(),
+        log: workerLog,
+        reportDeaths,
+        onSettled: (e) => {
+          if (!e.accepted || e.outcome === "released") return;
+          const c = counts.get(e.queue) ?? { succeeded: 0, failed: 0, timeout: 0 };
+          c[e.outcome]++;
+          counts.set(e.queue, c);
+          if (e.outcome === "succeeded") {
+            logger.info("job succeeded", { jobId: e.jobId, name: e.name, attempt: e.attempt, outcome: e.outcome, durationMs: e.durationMs });
+          }
+        },
+      });
+      stale = summary.stale;
+      logger.info("runner done", { ...summary });
+      return summary;
+    } finally {
+      await waker.settled();
+      await closePool(pool);
+      const perQueue = new Map<string, [MetricName, Unit, number][]>();
+      for (const [queue, c] of counts) {
+        perQueue.set(queue, [
+          [Metric.JobsSucceeded, MetricUnit.Count, c.succeeded],
+          [Metric.JobsFailed, MetricUnit.Count, c.failed],
+          [Metric.JobsTimedOut, MetricUnit.Count, c.timeout],
+        ]);
+      }
+      publishPerQueue(perQueue);
+      const service = serviceMetrics();
+      service.addMetric(Metric.StaleSettles, MetricUnit.Count, stale);
+      service.publishStoredMetrics();
     }
-    publishPerQueue(perQueue);
-    const service = serviceMetrics();
-    service.addMetric(Metric.StaleSettles, MetricUnit.Count, stale);
-    service.publishStoredMetrics();
   }
 }

@@ -2,7 +2,8 @@ import type { SchedulerClient } from "@aws-sdk/client-scheduler";
 import type { Context } from "aws-lambda";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { config } from "../shared/config.ts";
+import type { Config } from "../shared/config.ts";
+import type { Registry } from "../shared/job.ts";
 import type { Pool } from "../shared/db.ts";
 import { describeDeaths } from "../shared/deaths.ts";
 import { nextDue, releaseWatch, watchDue } from "../shared/due.ts";
@@ -11,11 +12,11 @@ import { rescueExpiredLeases } from "../shared/rescue.ts";
 import { claimable } from "../shared/serving.ts";
 import { planWake, SCHEDULER_MARGIN_MS } from "../shared/wake-plan.ts";
 import { armWake, invokeAsync, lambdaClient, schedulerClient } from "./aws.ts";
-import { closePool, openPool, schema } from "./env.ts";
-import { registry } from "./registry.ts";
+import { resolveApp, type LeaseholdApp } from "./app.ts";
+import { closePool, openPool } from "./env.ts";
 import { logger, reportDeaths } from "./observability.ts";
 import { WAKE_EVENT } from "./waker.ts";
-import { enqueueRecurringTick, enqueueTicksSince, loadRecurring, nextRecurringTickMs } from "./recurring-tick.ts";
+import { enqueueRecurringTick, enqueueTicksSince, nextRecurringTickMs } from "./recurring-tick.ts";
 
 /**
  * The scheduler starts runners for the jobs that are ready, and keeps one
@@ -45,10 +46,6 @@ const relaySchema = z.object({ relayFrom: z.string().min(1).max(100) });
 /** A recurring job's tick, as its EventBridge schedule delivers it; any other event is a wake-up. */
 const tickSchema = z.object({ source: z.literal("leasehold.recurring"), name: z.string().min(1).max(200), scheduledTime: z.iso.datetime() });
 
-const lambda = lambdaClient();
-let eventBridge: Promise<SchedulerClient> | undefined;
-let lastRescuerAt = Number.NEGATIVE_INFINITY;
-
 function functionName(env: string, fallback: string): string {
   return process.env[env] || fallback;
 }
@@ -62,7 +59,6 @@ function runnerFunction(name: string): string {
 /** Starts one runner invocation (asynchronously); throws when Lambda refuses it. `waitUntil`: started ahead of a due job. */
 export type InvokeRunner = (runner: string, invocationId: string, waitUntil?: number) => Promise<unknown>;
 
-const invokeRunner: InvokeRunner = (name, id, waitUntil) => invokeAsync(lambda, runnerFunction(name), { invocationId: id, waitUntil });
 
 /**
  * One look at demand and the fan-out it needs (the shared `schedulePass`).
@@ -72,8 +68,10 @@ const invokeRunner: InvokeRunner = (name, id, waitUntil) => invokeAsync(lambda, 
  * until `waitUntil`.
  */
 export async function schedulePass(
-  pool: Pool, schemaName: string, invoke: InvokeRunner = invokeRunner, options: { horizonMs?: number; waitUntil?: number } = {},
+  app: { config: Config; registry: Registry }, pool: Pool, schemaName: string, invoke: InvokeRunner,
+  options: { horizonMs?: number; waitUntil?: number } = {},
 ): Promise<{ ready: number; invoked: number }> {
+  const { config, registry } = app;
   const result = await sharedPass({
     pool,
     schema: schemaName,
@@ -93,106 +91,116 @@ export async function schedulePass(
   return { ready: result.total, invoked: [...result.invoked.values()].reduce((a, b) => a + b, 0) };
 }
 
-export async function handler(event: unknown, context: Context): Promise<{ passes: number; invoked: number; plan: string }> {
-  logger.addContext(context);
-  const parsed = tickSchema.safeParse(event);
-  const tick = parsed.success ? parsed.data : null;
-  const relay = relaySchema.safeParse(event);
-  const relayFrom = relay.success ? relay.data.relayFrom : null;
-  let relayed = false;
-  const served = claimable(config, registry.keys());
-  const { pollMs } = config.scheduler;
-  const owner = context.awsRequestId;
-  const leftMs = () => context.getRemainingTimeInMillis() - SCHEDULER_MARGIN_MS;
-  let pool: Pool | null = null;
-  const store = () => ({ db: (pool ??= openPool(2)), schema: schema() });
-  let passes = 0;
-  let invoked = 0;
-  let ahead: { horizonMs: number; waitUntil: number } | undefined;
-  let leaseArmedMs: number | null = null;
-  /** Arms a one-time schedule that starts a scheduler at `atMs` (up to its precision late). */
-  const arm = async (atMs: number, dueMs: number) => {
-    await armWake(await (eventBridge ??= schedulerClient()), {
-      prefix: functionName("LEASEHOLD_WAKE_PREFIX", "leasehold-wake"),
-      functionArn: context.invokedFunctionArn.split(":").slice(0, 7).join(":"),
-      roleArn: functionName("LEASEHOLD_WAKE_ROLE_ARN", "arn:aws:iam::123456789012:role/leasehold-wake"),
-      groupName: process.env.LEASEHOLD_WAKE_GROUP || undefined,
-    }, atMs, { ...WAKE_EVENT, armedFor: new Date(dueMs).toISOString() });
-    logger.info("wake armed", { at: new Date(atMs).toISOString(), due: new Date(dueMs).toISOString() });
-  };
-  let plan = "idle";
-  try {
-    await loadRecurring();
-    if (tick) await enqueueRecurringTick(store(), tick.name, new Date(tick.scheduledTime));
-    let ticksSeenMs = Date.now();
-    for (;;) {
-      if (passes > 0 && leftMs() < pollMs) break;
-      // Ticks this invocation slept toward (EventBridge delivers them too, a little later: deduped).
-      await enqueueTicksSince(store(), ticksSeenMs, Date.now());
-      ticksSeenMs = Date.now();
-      const pass = await schedulePass(store().db as Pool, schema(), invokeRunner, ahead);
-      ahead = undefined;
-      invoked += pass.invoked;
-      passes++;
-      const due = await nextDue(store(), served);
-      if (due.leaseExpiresAt && due.leaseExpiresAt <= due.now) {
-        const rescued = await rescueExpiredLeases(store());
-        reportDeaths(await describeDeaths(store(), rescued.deadIds));
-        if (rescued.rescued + rescued.refunded + rescued.dead > 0) continue;
-      }
-      if ((due.runAt || due.leaseExpiresAt) && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
-        lastRescuerAt = Date.now();
-        await invokeAsync(lambda, functionName("LEASEHOLD_RESCUER_FUNCTION", "rescuer"), {}).catch((err) =>
-          logger.warn("rescuer invoke failed", { error: String(err) }));
-      }
-      // Due times on the database's clock, turned into this process's.
-      const nowMs = Date.now();
-      const local = (d: Date) => nowMs + (d.getTime() - due.now.getTime());
-      // A running job's lease is watched by an at() schedule, never by a
-      // sleeping scheduler: most leases end in a settle, and sleeping toward
-      // each would bill the scheduler for every running job's lease.
-      if (due.leaseExpiresAt) {
-        const leaseMs = Math.ceil(local(due.leaseExpiresAt) / 1000) * 1000;
-        if (leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs) {
-          await arm(leaseMs, leaseMs);
-          leaseArmedMs = leaseMs;
+type SchedulerSummary = { passes: number; invoked: number; plan: string };
+
+/** The scheduler's Lambda handler, for the app's job types, recurring jobs and config. */
+export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, context: Context) => Promise<SchedulerSummary> {
+  const { registry, recurring, config, settings } = resolveApp(app);
+  const lambda = lambdaClient();
+  let eventBridge: Promise<SchedulerClient> | undefined;
+  let lastRescuerAt = Number.NEGATIVE_INFINITY;
+  const invokeRunner: InvokeRunner = (name, id, waitUntil) => invokeAsync(lambda, runnerFunction(name), { invocationId: id, waitUntil });
+  const schema = () => settings.schema;
+  return async (event, context) => {
+    logger.addContext(context);
+    const parsed = tickSchema.safeParse(event);
+    const tick = parsed.success ? parsed.data : null;
+    const relay = relaySchema.safeParse(event);
+    const relayFrom = relay.success ? relay.data.relayFrom : null;
+    let relayed = false;
+    const served = claimable(config, registry.keys());
+    const { pollMs } = config.scheduler;
+    const owner = context.awsRequestId;
+    const leftMs = () => context.getRemainingTimeInMillis() - SCHEDULER_MARGIN_MS;
+    let pool: Pool | null = null;
+    const store = () => ({ db: (pool ??= openPool(settings, 2)), schema: schema() });
+    let passes = 0;
+    let invoked = 0;
+    let ahead: { horizonMs: number; waitUntil: number } | undefined;
+    let leaseArmedMs: number | null = null;
+    /** Arms a one-time schedule that starts a scheduler at `atMs` (up to its precision late). */
+    const arm = async (atMs: number, dueMs: number) => {
+      await armWake(await (eventBridge ??= schedulerClient()), {
+        prefix: functionName("LEASEHOLD_WAKE_PREFIX", "leasehold-wake"),
+        functionArn: context.invokedFunctionArn.split(":").slice(0, 7).join(":"),
+        roleArn: functionName("LEASEHOLD_WAKE_ROLE_ARN", "arn:aws:iam::123456789012:role/leasehold-wake"),
+        groupName: process.env.LEASEHOLD_WAKE_GROUP || undefined,
+      }, atMs, { ...WAKE_EVENT, armedFor: new Date(dueMs).toISOString() });
+      logger.info("wake armed", { at: new Date(atMs).toISOString(), due: new Date(dueMs).toISOString() });
+    };
+    let plan = "idle";
+    try {
+      if (tick) await enqueueRecurringTick(store(), recurring, tick.name, new Date(tick.scheduledTime));
+      let ticksSeenMs = Date.now();
+      for (;;) {
+        if (passes > 0 && leftMs() < pollMs) break;
+        // Ticks this invocation slept toward (EventBridge delivers them too, a little later: deduped).
+        await enqueueTicksSince(store(), recurring, ticksSeenMs, Date.now());
+        ticksSeenMs = Date.now();
+        const pass = await schedulePass({ config, registry }, store().db as Pool, schema(), invokeRunner, ahead);
+        ahead = undefined;
+        invoked += pass.invoked;
+        passes++;
+        const due = await nextDue(store(), served);
+        if (due.leaseExpiresAt && due.leaseExpiresAt <= due.now) {
+          const rescued = await rescueExpiredLeases(store());
+          reportDeaths(await describeDeaths(store(), rescued.deadIds));
+          if (rescued.rescued + rescued.refunded + rescued.dead > 0) continue;
         }
+        if ((due.runAt || due.leaseExpiresAt) && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
+          lastRescuerAt = Date.now();
+          await invokeAsync(lambda, functionName("LEASEHOLD_RESCUER_FUNCTION", "rescuer"), {}).catch((err) =>
+            logger.warn("rescuer invoke failed", { error: String(err) }));
+        }
+        // Due times on the database's clock, turned into this process's.
+        const nowMs = Date.now();
+        const local = (d: Date) => nowMs + (d.getTime() - due.now.getTime());
+        // A running job's lease is watched by an at() schedule, never by a
+        // sleeping scheduler: most leases end in a settle, and sleeping toward
+        // each would bill the scheduler for every running job's lease.
+        if (due.leaseExpiresAt) {
+          const leaseMs = Math.ceil(local(due.leaseExpiresAt) / 1000) * 1000;
+          if (leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs) {
+            await arm(leaseMs, leaseMs);
+            leaseArmedMs = leaseMs;
+          }
+        }
+        const jobDueMs = due.runAt && Math.max(local(due.runAt), pass.ready > 0 ? nowMs + pollMs : 0);
+        const tickMs = nextRecurringTickMs(recurring, nowMs);
+        const dueMs = jobDueMs === null ? tickMs : tickMs === null ? jobDueMs : Math.min(jobDueMs, tickMs);
+        const next = planWake({ nowMs, dueMs, remainingMs: leftMs() - pollMs, timing: config.wake });
+        plan = next.kind;
+        if (next.kind === "idle") break;
+        if (next.kind === "arm") {
+          await arm(next.atMs, dueMs!);
+          break;
+        }
+        if (next.kind === "relay" && !relayed) {
+          // The successor starts while this one still watches, and takes over.
+          await invokeAsync(lambda, context.functionName, { ...WAKE_EVENT, relayFrom: owner });
+          relayed = true;
+        }
+        if (next.kind === "relay" && leftMs() < 2 * pollMs) break;
+        if (!(await watchDue(store(), owner, new Date(due.now.getTime() + (dueMs! - nowMs)), leftMs(), relayFrom))) {
+          plan = "watched";
+          break;
+        }
+        // Never a busy loop: a due time already passed is looked at again after pollMs.
+        const untilMs = next.kind === "sleep" ? next.untilMs : nowMs + pollMs;
+        const sleepMs = Math.max(untilMs, nowMs + pollMs) - Date.now();
+        if (sleepMs > CLOSE_POOL_AFTER_MS && pool) {
+          await closePool(pool as Pool);
+          pool = null;
+        }
+        await new Promise((r) => setTimeout(r, Math.max(0, sleepMs)));
+        if (dueMs! > Date.now()) ahead = { horizonMs: config.wake.startLeadMs, waitUntil: dueMs! };
       }
-      const jobDueMs = due.runAt && Math.max(local(due.runAt), pass.ready > 0 ? nowMs + pollMs : 0);
-      const tickMs = nextRecurringTickMs(nowMs);
-      const dueMs = jobDueMs === null ? tickMs : tickMs === null ? jobDueMs : Math.min(jobDueMs, tickMs);
-      const next = planWake({ nowMs, dueMs, remainingMs: leftMs() - pollMs, timing: config.wake });
-      plan = next.kind;
-      if (next.kind === "idle") break;
-      if (next.kind === "arm") {
-        await arm(next.atMs, dueMs!);
-        break;
-      }
-      if (next.kind === "relay" && !relayed) {
-        // The successor starts while this one still watches, and takes over.
-        await invokeAsync(lambda, context.functionName, { ...WAKE_EVENT, relayFrom: owner });
-        relayed = true;
-      }
-      if (next.kind === "relay" && leftMs() < 2 * pollMs) break;
-      if (!(await watchDue(store(), owner, new Date(due.now.getTime() + (dueMs! - nowMs)), leftMs(), relayFrom))) {
-        plan = "watched";
-        break;
-      }
-      // Never a busy loop: a due time already passed is looked at again after pollMs.
-      const untilMs = next.kind === "sleep" ? next.untilMs : nowMs + pollMs;
-      const sleepMs = Math.max(untilMs, nowMs + pollMs) - Date.now();
-      if (sleepMs > CLOSE_POOL_AFTER_MS && pool) {
-        await closePool(pool as Pool);
-        pool = null;
-      }
-      await new Promise((r) => setTimeout(r, Math.max(0, sleepMs)));
-      if (dueMs! > Date.now()) ahead = { horizonMs: config.wake.startLeadMs, waitUntil: dueMs! };
+      // A relayed watch is the successor's to take; any other is let go.
+      if (plan !== "watched" && !relayed) await releaseWatch(store(), owner);
+    } finally {
+      if (pool) await closePool(pool);
     }
-    // A relayed watch is the successor's to take; any other is let go.
-    if (plan !== "watched" && !relayed) await releaseWatch(store(), owner);
-  } finally {
-    if (pool) await closePool(pool);
-  }
-  logger.info("scheduler done", { passes, invoked, plan, relayed, relayFrom });
-  return { passes, invoked, plan };
+    logger.info("scheduler done", { passes, invoked, plan, relayed, relayFrom });
+    return { passes, invoked, plan };
+  };
 }

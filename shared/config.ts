@@ -2,9 +2,11 @@ import { z } from "zod";
 import { schedulerTimeoutNeededMs } from "./wake-plan.ts";
 
 /**
- * Every knob of a Leasehold deployment in one validated place. `infra/` sizes
- * the Lambda functions, crons and alarms from it; the local Lambda runtime and
- * the runner use the very same values, so local and deployed cannot drift.
+ * Every knob of a Leasehold deployment in one validated place. An app writes
+ * its config once (`leasehold.config.ts`: `export default defineConfig({...})`);
+ * the SST component sizes the Lambda functions, crons and alarms from it, the
+ * functions are built with it, and `leasehold dev` runs the very same values,
+ * so local and deployed cannot drift.
  */
 
 export const DEFAULT_SCHEMA = "leasehold";
@@ -96,6 +98,8 @@ const edgeSchema = z.object({
 
 export const configSchema = z
   .object({
+    /** The app's jobs module (exports `registry`, optionally `recurring`), relative to the app's root. */
+    jobs: z.string().min(1).default("jobs/index.ts"),
     schema: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/).default(DEFAULT_SCHEMA),
     /** Runner functions by name; each serves its own queues with its own size. */
     runners: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), runnerSchema).prefault({
@@ -197,28 +201,14 @@ export const configSchema = z
   });
 
 export type Config = z.output<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;
 export type RunnerConfig = Config["runners"][string];
 export type EdgeConfig = NonNullable<Config["edge"]>;
 export type EdgeRunnerConfig = EdgeConfig["runners"][string];
 
-export function defineConfig(input: z.input<typeof configSchema> = {}): Config {
+export function defineConfig(input: ConfigInput = {}): Config {
   return configSchema.parse(input);
 }
-
-/** The deployment's configuration: edit here, and infra and local dev follow. */
-export const defaultConfig: Config = defineConfig({
-  runners: {
-    runner: { queues: [DEFAULT_QUEUE], slots: 20, memoryMb: 1024, timeoutSeconds: 300, maxLeaseMs: 60_000 },
-    "runner-cpu": { queues: ["cpu"], slots: 1, memoryMb: 1769, timeoutSeconds: 300, maxLeaseMs: 60_000, maxConcurrency: 4 },
-  },
-});
-
-/**
- * The configuration in force: `defaultConfig`, unless the local runtime hands
- * its functions another one (as JSON in LEASEHOLD_CONFIG, e.g. in tests).
- */
-const override = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.LEASEHOLD_CONFIG;
-export const config: Config = override ? defineConfig(JSON.parse(override)) : defaultConfig;
 
 /** Lambda functions as infra and the local runtime see them. */
 export interface FunctionSpec {
@@ -231,19 +221,23 @@ export interface FunctionSpec {
   environment?: Record<string, string>;
 }
 
-export function functionSpecs(cfg: Config = config): FunctionSpec[] {
+/** Where the function entries live in an app (functions/entries.ts writes them; relative to the app's root). */
+export const ENTRIES_DIR = ".leasehold/functions";
+
+/** `entriesDir`: the directory of the entries, relative to the root the handlers are resolved from. */
+export function functionSpecs(cfg: Config, entriesDir: string = ENTRIES_DIR): FunctionSpec[] {
   const runners = Object.entries(cfg.runners).map(([name, r]) => ({
     name,
-    handler: "functions/runner.handler",
+    handler: `${entriesDir}/runner.handler`,
     timeoutSeconds: r.timeoutSeconds,
     memoryMb: r.memoryMb,
     environment: { LEASEHOLD_RUNNER: name },
   }));
   return [
     ...runners,
-    { name: "scheduler", handler: "functions/scheduler.handler", ...cfg.scheduler },
-    { name: "rescuer", handler: "functions/rescuer.handler", ...cfg.rescuer },
-    { name: "api", handler: "functions/api.handler", ...cfg.api },
-    { name: "migrate", handler: "functions/migrate.handler", timeoutSeconds: 300, memoryMb: 512 },
+    { name: "scheduler", handler: `${entriesDir}/scheduler.handler`, ...cfg.scheduler },
+    { name: "rescuer", handler: `${entriesDir}/rescuer.handler`, ...cfg.rescuer },
+    { name: "api", handler: `${entriesDir}/api.handler`, ...cfg.api },
+    { name: "migrate", handler: `${entriesDir}/migrate.handler`, timeoutSeconds: 300, memoryMb: 512 },
   ];
 }

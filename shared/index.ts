@@ -13,3 +13,8 @@ export { runWorker, type WorkerOptions, type WorkerSummary } from "./worker.ts";
 export { migrate } from "./migrate.ts";
 export { transaction, type Queryable, type Pool, type Store } from "./db.ts";
 export { ValidationError, UnknownJobTypeError, PermanentError } from "./errors.ts";
+export { defineConfig, DEFAULT_QUEUE, DEFAULT_SCHEMA, type Config, type ConfigInput } from "./config.ts";
+export { defineRecurring, type RecurringJob } from "./recurring.ts";
+export { resolveSettings, type Settings } from "./settings.ts";
+/** The zod the job schemas are written with: one copy, the package's own. */
+export { z } from "zod";

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { generateToken } from "../functions/api/auth.ts";
 import { readApiEnvironment } from "../functions/api/env.ts";
+import { recurring, registry } from "../jobs/index.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 
 /** The Lambda entry itself: env config, Neon per request, the scheduler woken before it returns. */
@@ -76,7 +77,8 @@ describe("the API Lambda entry (Neon driver)", () => {
       stdout.push(String(chunk));
       return write(chunk, ...rest);
     }) as typeof process.stdout.write;
-    ({ handler } = (await import("../functions/api.ts")) as unknown as { handler: typeof handler });
+    const { createApiHandler } = await import("../functions/api.ts");
+    handler = createApiHandler({ registry, recurring }) as unknown as typeof handler;
   });
   afterAll(async () => {
     process.stdout.write = write;
@@ -148,16 +150,16 @@ describe("the API Lambda entry (Neon driver)", () => {
 describe("the API's configuration", () => {
   it("reads linked SST resources first, then the environment", async () => {
     const resources = { ApiToken: { value: "t".repeat(32) }, DatabaseUrl: { value: "postgres://linked" } };
-    const env = await readApiEnvironment({ DATABASE_URL: "postgres://env", LEASEHOLD_API_TOKEN: "e".repeat(32) }, resources);
+    const env = readApiEnvironment({ schema: "leasehold" }, { DATABASE_URL: "postgres://env", LEASEHOLD_API_TOKEN: "e".repeat(32) }, resources);
     expect(env).toMatchObject({ databaseUrl: "postgres://linked", apiToken: "t".repeat(32), schema: "leasehold" });
-    const local = await readApiEnvironment({ DATABASE_URL: "postgres://env", LEASEHOLD_API_TOKEN: "e".repeat(32) }, {});
+    const local = readApiEnvironment({ schema: "leasehold" }, { DATABASE_URL: "postgres://env", LEASEHOLD_API_TOKEN: "e".repeat(32) }, {});
     expect(local).toMatchObject({ databaseUrl: "postgres://env", apiToken: "e".repeat(32), schedulerFunction: undefined });
   });
 
   it("names what is missing or weak, and never a value", async () => {
-    await expect(readApiEnvironment({}, {})).rejects.toThrow(/DATABASE_URL .*; LEASEHOLD_API_TOKEN/);
-    const weak = readApiEnvironment({ DATABASE_URL: "postgres://u:secretpw@h/db", LEASEHOLD_API_TOKEN: "abc" }, {});
-    await expect(weak).rejects.toThrow(/at least 16 characters/);
-    await expect(weak).rejects.not.toThrow(/secretpw|abc/);
+    expect(() => readApiEnvironment({ schema: "leasehold" }, {}, {})).toThrow(/DATABASE_URL .*; LEASEHOLD_API_TOKEN/);
+    const weak = () => readApiEnvironment({ schema: "leasehold" }, { DATABASE_URL: "postgres://u:secretpw@h/db", LEASEHOLD_API_TOKEN: "abc" }, {});
+    expect(weak).toThrow(/at least 16 characters/);
+    expect(weak).not.toThrow(/secretpw|abc/);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { registry } from "../jobs/index.ts";
-import { config, defineConfig, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { defineConfig, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import config from "../leasehold.config.ts";
 
 describe("the deployment's configuration and the app's job types", () => {
   it("serves every job type's queue with a runner whose lease limit covers that job's lease", () => {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defaultConfig } from "../shared/config.ts";
+import defaultConfig from "../leasehold.config.ts";
 import { enqueue, enqueueClaimed, enqueueJobs, job, type EnqueueLimits, type JobSpec } from "../shared/enqueue.ts";
 import { ValidationError } from "../shared/errors.ts";
 import { defineJob, type JobType } from "../shared/job.ts";

@@ -8,7 +8,7 @@ import { createApp } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
 import { schedulePass } from "../functions/scheduler.ts";
 import { registry, sendWelcomeEmail } from "../jobs/index.ts";
-import { config } from "../shared/config.ts";
+import config from "../leasehold.config.ts";
 import { enqueue } from "../shared/enqueue.ts";
 import { createRegistry } from "../shared/job.ts";
 import { runWorker } from "../shared/worker.ts";
@@ -89,11 +89,11 @@ describe("unserved jobs", () => {
     const invoke = async (runner: string) => void invoked.push(runner);
     const passes = Math.ceil((5 * 60_000) / config.scheduler.pollMs);
     for (let pass = 0; pass < passes; pass++) {
-      expect(await schedulePass(t.pool, t.schema, invoke)).toEqual({ ready: 0, invoked: 0 });
+      expect(await schedulePass({ config, registry }, t.pool, t.schema, invoke)).toEqual({ ready: 0, invoked: 0 });
     }
     expect(invoked).toEqual([]);
     await enqueue(t, sendWelcomeEmail, welcome);
-    expect(await schedulePass(t.pool, t.schema, invoke)).toEqual({ ready: 1, invoked: 1 });
+    expect(await schedulePass({ config, registry }, t.pool, t.schema, invoke)).toEqual({ ready: 1, invoked: 1 });
     expect(invoked).toEqual(["runner"]);
   });
 
@@ -103,7 +103,7 @@ describe("unserved jobs", () => {
     const refused = async () => {
       throw new Error("TooManyRequestsException: Rate Exceeded.");
     };
-    expect(await schedulePass(t.pool, t.schema, refused)).toEqual({ ready: 1, invoked: 0 });
+    expect(await schedulePass({ config, registry }, t.pool, t.schema, refused)).toEqual({ ready: 1, invoked: 0 });
     const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".runners`);
     expect(rows[0]).toEqual({ n: 0 });
   });

@@ -1,8 +1,8 @@
 /**
  * The scenarios' stage: a fresh schema, the WebSocket relay, and the local
  * Lambda runtime running the real scheduler, runners and rescuer as child
- * processes with a scenario config (LEASEHOLD_CONFIG) and the scenario job
- * types (LEASEHOLD_JOBS). The scheduler is driven as in production: by its
+ * processes with a scenario config and the scenario job types (their
+ * entries written by dev/functions.ts). The scheduler is driven as in production: by its
  * cron (here a ticker of ours, so a scenario can pause it) and by a wake-up
  * after every enqueue (`createSchedulerWaker`, exactly what the API uses).
  *
@@ -20,7 +20,9 @@ import { scheduledEvent } from "../../dev/lambda/schedule.ts";
 import { LOCAL_REGION } from "../../dev/lambda/lambda-env.ts";
 import { startWsRelay } from "../../dev/ws-relay.ts";
 import { createSchedulerWaker } from "../../functions/waker.ts";
-import { defaultConfig, defineConfig, functionSpecs, type Config, type configSchema } from "../../shared/config.ts";
+import { defineConfig, type Config, type configSchema } from "../../shared/config.ts";
+import { localFunctions } from "../../dev/functions.ts";
+import appConfig from "../../leasehold.config.ts";
 import type { Pool, Store } from "../../shared/db.ts";
 import { createPgPool } from "../../shared/drivers/pg.ts";
 import { enqueueJobs, type JobSpec } from "../../shared/enqueue.ts";
@@ -38,9 +40,9 @@ export type ConfigInput = z.input<typeof configSchema>;
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** The deployment's own config (shared/config.ts), as LEASEHOLD_CONFIG input, with overrides. */
+/** The deployment's own config (leasehold.config.ts), with overrides. */
 export function productionConfig(overrides: Partial<Pick<Config, "scheduler" | "rescuer" | "wake">> & { runners?: ConfigInput["runners"] } = {}): ConfigInput {
-  const base = JSON.parse(JSON.stringify(defaultConfig)) as Config;
+  const base = JSON.parse(JSON.stringify(appConfig)) as Config;
   return {
     ...base,
     runners: overrides.runners ?? base.runners,
@@ -129,7 +131,7 @@ export async function startScenarioStack(options: ScenarioStackOptions): Promise
 
     const logs: ScenarioStack["logs"] = [];
     const runtime = await startLambdaRuntime({
-      functions: functionSpecs(config).filter((f) => f.name !== "api" && f.name !== "migrate"),
+      functions: localFunctions({ root: ROOT, config, jobsModule: SCENARIO_JOBS }).filter((f) => f.name !== "api" && f.name !== "migrate"),
       rootDir: ROOT,
       maxConcurrency: Object.fromEntries(Object.entries(config.runners).map(([name, r]) => [name, r.maxConcurrency])),
       idleEnvironmentMs: options.idleEnvironmentMs,
@@ -137,8 +139,6 @@ export async function startScenarioStack(options: ScenarioStackOptions): Promise
         DATABASE_URL: options.databaseUrl,
         LEASEHOLD_SCHEMA: schema,
         LEASEHOLD_WS_PROXY: wsRelay,
-        LEASEHOLD_CONFIG: JSON.stringify(options.config),
-        LEASEHOLD_JOBS: SCENARIO_JOBS,
         POWERTOOLS_LOG_LEVEL: "WARN",
         NODE_NO_WARNINGS: "1",
       },

@@ -1,5 +1,4 @@
 import { getJob } from "../../shared/admin.ts";
-import { config } from "../../shared/config.ts";
 import { enqueue } from "../../shared/enqueue.ts";
 import { ValidationError } from "../../shared/errors.ts";
 import type { EnqueueOptions } from "../../shared/job.ts";
@@ -45,7 +44,7 @@ export const enqueueCommand: Command = {
 Enqueues a job of type <name> (from --jobs, default jobs/index.ts) with the
 JSON payload <json>; pass - to read the payload from stdin. The payload is
 checked by the job type's zod schema first, and the job against the runners
-in shared/config.ts (its queue must be served, its lease must fit): if it is
+in the app's config (its queue must be served, its lease must fit): if it is
 refused, each bad field is named, nothing is written, and the exit code is 2.
 
 Options:
@@ -84,7 +83,7 @@ Examples:
     }
     let result;
     try {
-      result = await enqueue(ctx.store(), type, payload, options, { serving: servingRules(config) });
+      result = await enqueue(ctx.store(), type, payload, options, { serving: servingRules(ctx.config) });
     } catch (err) {
       if (!(err instanceof ValidationError)) throw err;
       const issues = err.issues.map((i) => ({ ...i, path: FLAGS[String(i.path[0])] ? [FLAGS[String(i.path[0])]!] : i.path }));

@@ -1,4 +1,3 @@
-import { config } from "../../shared/config.ts";
 import { pruneJobs } from "../../shared/stats.ts";
 import { expectPositionals, parseDurationMs } from "../args.ts";
 import { option, type Command } from "../command.ts";
@@ -14,14 +13,14 @@ to stderr. Queued and running jobs are never touched.
 
 Options:
   --older-than <duration>   e.g. 12h, 7d, 30d (default: the config's
-                            retentionDays, ${config.retentionDays}d). A unit is required.`,
+                            retentionDays, 7d by default). A unit is required.`,
   options: { "older-than": { type: "string" } },
   async run(ctx, positionals, values) {
     expectPositionals(positionals, []);
     const given = option(values, "older-than");
-    const olderThanMs = given === undefined ? config.retentionDays * 86_400_000 : parseDurationMs("older-than", given);
+    const olderThanMs = given === undefined ? ctx.config.retentionDays * 86_400_000 : parseDurationMs("older-than", given);
     const deleted = await pruneJobs(ctx.store(), olderThanMs, { onProgress: (n) => ctx.progress(`pruned ${n} so far`) });
-    const label = given ?? `${config.retentionDays}d`;
+    const label = given ?? `${ctx.config.retentionDays}d`;
     ctx.output({ deleted, olderThanMs }, () => `pruned ${deleted} finished job${deleted === 1 ? "" : "s"} older than ${label}`);
   },
 };

@@ -1,4 +1,3 @@
-import { config } from "../../shared/config.ts";
 import { groupStats } from "../../shared/group-stats.ts";
 import { claimable } from "../../shared/serving.ts";
 import { queueStats } from "../../shared/stats.ts";
@@ -13,7 +12,7 @@ export const statsCommand: Command = {
 
 One line per queue with jobs pending, running or dead: ready (due now),
 unserved (ready jobs no runner can claim: their queue is not served by a
-runner in shared/config.ts, their type is not in --jobs, or their lease is
+runner in the app's config, their type is not in --jobs, or their lease is
 longer than the runner serving the queue allows), delayed (due later, or
 backing off), running, dead, and how long the oldest ready job has waited.
 
@@ -40,7 +39,7 @@ Options:
       );
       return;
     }
-    const queues = await queueStats(ctx.store(), claimable(config, (await ctx.registry()).keys()));
+    const queues = await queueStats(ctx.store(), claimable(ctx.config, (await ctx.registry()).keys()));
     ctx.output({ queues }, () =>
       queues.length === 0
         ? "no jobs pending, running or dead"

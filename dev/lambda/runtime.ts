@@ -185,7 +185,7 @@ export async function startLambdaRuntime(options: LambdaRuntimeOptions): Promise
 function validateSpec(spec: FunctionSpec): FunctionSpec {
   const problem =
     !/^[A-Za-z0-9_-]{1,64}$/.test(spec.name) ? "name must be 1-64 letters, digits, - or _"
-    : !/^[^.]+\.[A-Za-z_$][\w$.]*$/.test(spec.handler) ? `handler "${spec.handler}" must look like path/to/module.export`
+    : !/^(?:[^/]+\/)*[^./]+\.[A-Za-z_$][\w$.]*$/.test(spec.handler) ? `handler "${spec.handler}" must look like path/to/module.export`
     : !(spec.timeoutSeconds > 0 && spec.timeoutSeconds <= 900) ? "timeoutSeconds must be in (0, 900]"
     : !(spec.memoryMb >= 128 && spec.memoryMb <= 10_240) ? "memoryMb must be in [128, 10240]"
     : undefined;

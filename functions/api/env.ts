@@ -4,7 +4,8 @@
  * locally and in tests, from environment variables. Values are never logged.
  */
 import { z } from "zod";
-import { config } from "../../shared/config.ts";
+import type { Config } from "../../shared/config.ts";
+import { resolveSettings } from "../../shared/settings.ts";
 import { MIN_TOKEN_LENGTH } from "./auth.ts";
 import { linkedSecret, type LinkedResources } from "../env.ts";
 
@@ -32,16 +33,18 @@ const envSchema = z.object({
 });
 
 /** Reads and checks the configuration; the error names what is missing, never a value. */
-export async function readApiEnvironment(
+export function readApiEnvironment(
+  config: Pick<Config, "schema">,
   env: Record<string, string | undefined> = process.env,
   resources?: LinkedResources,
-): Promise<ApiEnvironment> {
+): ApiEnvironment {
+  const settings = resolveSettings({ secret: (name) => linkedSecret(name, resources), env, config });
   const parsed = envSchema.safeParse({
-    databaseUrl: linkedSecret("DatabaseUrl", resources) ?? env.DATABASE_URL ?? "",
-    apiToken: linkedSecret("ApiToken", resources) ?? env.LEASEHOLD_API_TOKEN,
-    schema: env.LEASEHOLD_SCHEMA || config.schema,
+    databaseUrl: settings.databaseUrl ?? "",
+    apiToken: settings.apiToken,
+    schema: settings.schema,
     schedulerFunction: env.LEASEHOLD_SCHEDULER_FUNCTION || undefined,
-    wsProxy: env.LEASEHOLD_WS_PROXY || undefined,
+    wsProxy: settings.wsProxy,
   });
   if (!parsed.success) {
     throw new Error(`API configuration: ${parsed.error.issues.map((i) => i.message).join("; ")}`);

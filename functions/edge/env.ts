@@ -1,5 +1,5 @@
-import { config as bundledConfig, defineConfig, type Config, type EdgeConfig } from "../../shared/config.ts";
-import { DEFAULT_SCHEMA } from "../../shared/config.ts";
+import { defineConfig, type Config, type ConfigInput, type EdgeConfig } from "../../shared/config.ts";
+import { resolveSettings } from "../../shared/settings.ts";
 import { deathFields, type DeadJob } from "../../shared/deaths.ts";
 import type { Pool } from "../../shared/db.ts";
 import { createNeonPool } from "../../shared/drivers/neon.ts";
@@ -25,7 +25,7 @@ export interface EdgeEnv {
   /** ...or as a URL (`https://.../leasehold/run`). */
   RUNNER_URL?: string;
   LEASEHOLD_SCHEMA?: string;
-  /** The configuration as JSON, when not the bundled `shared/config.ts` (tests). */
+  /** The configuration as JSON (infra binds the app's; tests their own), else the one the Worker was built with. */
   LEASEHOLD_CONFIG?: string;
   /** Local development and tests only: a WebSocket-to-TCP relay ("host:port") in front of a plain Postgres. */
   LEASEHOLD_WS_PROXY?: string;
@@ -54,14 +54,15 @@ export function edgeSecret(env: EdgeEnv, name: keyof typeof LINKED): string | un
   }
 }
 
-export function edgeConfig(env: EdgeEnv): { config: Config; edge: EdgeConfig } {
-  const config = env.LEASEHOLD_CONFIG ? defineConfig(JSON.parse(env.LEASEHOLD_CONFIG)) : bundledConfig;
+export function edgeConfig(env: EdgeEnv, built?: ConfigInput | Config): { config: Config; edge: EdgeConfig } {
+  const config = defineConfig(env.LEASEHOLD_CONFIG ? JSON.parse(env.LEASEHOLD_CONFIG) : ((built ?? {}) as ConfigInput));
   if (!config.edge) throw new Error("config.edge is not set: this deployment runs no edge consumer");
   return { config, edge: config.edge };
 }
 
-export function edgeSchema(env: EdgeEnv): string {
-  return env.LEASEHOLD_SCHEMA ?? DEFAULT_SCHEMA;
+/** The schema, resolved as everywhere (shared/settings.ts): the binding, else the config's. */
+export function edgeSchema(env: EdgeEnv, config?: { schema: string }): string {
+  return resolveSettings({ env: { LEASEHOLD_SCHEMA: env.LEASEHOLD_SCHEMA }, config }).schema;
 }
 
 /** A Neon pool over WebSocket for one invocation; end it before the invocation ends. */

@@ -1,7 +1,8 @@
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { fileURLToPath } from "node:url";
 import { inject } from "vitest";
-import { defineConfig, functionSpecs, type Config } from "../../shared/config.ts";
+import { defineConfig, type Config } from "../../shared/config.ts";
+import { localFunctions } from "../../dev/functions.ts";
 import type { z } from "zod";
 import { configSchema } from "../../shared/config.ts";
 import { startLambdaRuntime, type LambdaRuntime, type LambdaRuntimeOptions } from "../../dev/lambda/runtime.ts";
@@ -37,14 +38,13 @@ export async function startStack(
   const t = options.db ?? (await createTestDb("pg", 10, url));
   const logs: Stack["logs"] = [];
   const runtime = await startLambdaRuntime({
-    functions: functionSpecs(config).filter((f) => f.name !== "api" && f.name !== "migrate"),
+    functions: localFunctions({ root, config, jobsModule: options.jobs ?? fileURLToPath(new URL("../fixtures/e2e-jobs.ts", import.meta.url)) })
+      .filter((f) => f.name !== "api" && f.name !== "migrate"),
     rootDir: root,
     env: {
       DATABASE_URL: url,
       LEASEHOLD_SCHEMA: t.schema,
       LEASEHOLD_WS_PROXY: inject("wsRelay"),
-      LEASEHOLD_CONFIG: JSON.stringify(input),
-      LEASEHOLD_JOBS: options.jobs ?? fileURLToPath(new URL("../fixtures/e2e-jobs.ts", import.meta.url)),
       POWERTOOLS_LOG_LEVEL: process.env.LOG_LEVEL ?? "WARN",
     },
     onLog: (fn, requestId, line) => void logs.push({ fn, requestId, line }),

@@ -1,0 +1,24 @@
+import { runDev } from "../../dev/run.ts";
+import { option, type Command } from "../command.ts";
+import { expectPositionals } from "../args.ts";
+
+export const devCommand: Command = {
+  name: "dev",
+  summary: "run the whole system locally with the app's own jobs",
+  help: `leasehold dev [--verbose]
+
+Runs the app in the working directory locally until Ctrl-C: an embedded
+Postgres (or DATABASE_URL), migrations, the local Lambda runtime with the
+runners, scheduler and rescuer built from the app's leasehold.config.ts and
+jobs module (the same function entries \`sst deploy\` bundles), their
+schedules, and the API with the dashboard. PORT picks the API's port.
+
+Options:
+  --verbose   print every line the functions log`,
+  options: { verbose: { type: "boolean" } },
+  async run(ctx, positionals, values) {
+    expectPositionals(positionals, []);
+    await runDev({ root: process.cwd(), config: ctx.config, jobsModule: option(values, "jobs"), demo: false, verbose: values.verbose === true });
+    await new Promise(() => {}); // until Ctrl-C (runDev exits the process)
+  },
+};
