@@ -1,9 +1,10 @@
 /// <reference path="./.sst/platform/config.d.ts" />
 
 /**
- * The Leasehold app. This file only composes `infra/*`; each infra file
- * declares one group of resources and exports what it creates. Every knob
- * comes from shared/config.ts. See docs/deploy.md.
+ * This repository's own app, deployed exactly as an app that installed
+ * Leasehold deploys it: the `Leasehold` component (there: `leasehold/sst`)
+ * from the app's config (leasehold.config.ts) and its recurring jobs
+ * (jobs/index.ts). See docs/deploy.md.
  */
 export default $config({
   app(input) {
@@ -12,26 +13,22 @@ export default $config({
       removal: input?.stage === "production" ? "retain" : "remove",
       protect: ["production"].includes(input?.stage),
       home: "aws",
-      // Cloudflare is used only when config.edge is set (infra/edge.ts).
+      // Cloudflare is used only when config.edge is set.
       providers: { aws: "7.20.0", cloudflare: "6.15.0" },
     };
   },
   async run() {
-    await import("./infra/secrets.ts");
-    await import("./infra/migrate.ts");
-    const { api, rescuer, runners } = await import("./infra/functions.ts");
-    await import("./infra/crons.ts");
-    const { edge } = await import("./infra/edge.ts");
-    const { alarmTopic } = await import("./infra/alarms.ts");
-    const { dashboard } = await import("./infra/dashboard.ts");
+    const { Leasehold } = await import("./infra/component.ts");
+    const { default: config } = await import("./leasehold.config.ts");
+    const { recurring } = await import("./jobs/index.ts");
+    const leasehold = new Leasehold("Leasehold", { config, recurring });
     return {
-      api: api.url,
-      rescuerLogGroup: $interpolate`/aws/lambda/${rescuer.name}`,
-      // Where "job dead" lines are written: every runner, and the rescuer.
-      deathLogGroups: [...Object.values(runners), rescuer].map((fn) => $interpolate`/aws/lambda/${fn.name}`),
-      alarmTopic: alarmTopic.arn,
-      dashboard: dashboard.dashboardName,
-      ...(edge ? { edgeApi: edge.runner.url } : {}),
+      api: leasehold.api.url,
+      rescuerLogGroup: $interpolate`/aws/lambda/${leasehold.rescuer.name}`,
+      deathLogGroups: leasehold.deathLogGroups,
+      alarmTopic: leasehold.alarmTopic.arn,
+      dashboard: leasehold.dashboard.dashboardName,
+      ...(leasehold.edge ? { edgeApi: leasehold.edge.runner.url } : {}),
     };
   },
 });

@@ -1,39 +1,37 @@
 /**
  * CloudWatch alarms from `alarmSpecs(config)`, all notifying one SNS topic.
- * Set LEASEHOLD_ALARM_EMAIL when deploying to subscribe an address (AWS
- * emails a confirmation link); without it, subscribe by hand (docs/deploy.md).
+ * Give the component `alarmEmail` (or set LEASEHOLD_ALARM_EMAIL when
+ * deploying) to subscribe an address (AWS emails a confirmation link);
+ * without it, subscribe by hand (docs/deploy.md).
  */
-import { config } from "../shared/config.ts";
 import { alarmSpecs } from "./alarm-specs.ts";
-import { componentName, runners } from "./functions.ts";
+import { componentName, type InfraContext } from "./context.ts";
 
-export const alarmTopic = new sst.aws.SnsTopic("Alarms");
+export function createAlarms(ctx: InfraContext, runners: Record<string, sst.aws.Function>) {
+  const alarmTopic = new sst.aws.SnsTopic(ctx.child("Alarms"));
+  const email = ctx.alarmEmail?.trim();
+  const alarmEmail = email
+    ? new aws.sns.TopicSubscription(ctx.child("AlarmsEmail"), { topic: alarmTopic.arn, protocol: "email", endpoint: email })
+    : undefined;
 
-const email = process.env.LEASEHOLD_ALARM_EMAIL?.trim();
-export const alarmEmail = email
-  ? new aws.sns.TopicSubscription("AlarmsEmail", {
-      topic: alarmTopic.arn,
-      protocol: "email",
-      endpoint: email,
-    })
-  : undefined;
-
-export const alarms = alarmSpecs(config).map((spec) => {
-  const fn = spec.lambdaFunction === undefined ? undefined : runners[spec.lambdaFunction];
-  if (spec.lambdaFunction !== undefined && !fn) throw new Error(`alarm ${spec.name}: no runner ${spec.lambdaFunction}`);
-  return new aws.cloudwatch.MetricAlarm(`Alarm${componentName(spec.name)}`, {
-    name: `${$app.name}-${$app.stage}-${spec.name}`,
-    alarmDescription: spec.description,
-    namespace: spec.namespace,
-    metricName: spec.metricName,
-    dimensions: fn ? { ...spec.dimensions, FunctionName: fn.name } : spec.dimensions,
-    statistic: spec.statistic,
-    period: spec.period,
-    evaluationPeriods: spec.evaluationPeriods,
-    threshold: spec.threshold,
-    comparisonOperator: spec.comparison,
-    treatMissingData: spec.treatMissingData,
-    alarmActions: [alarmTopic.arn],
-    okActions: [alarmTopic.arn],
+  const alarms = alarmSpecs(ctx.config).map((spec) => {
+    const fn = spec.lambdaFunction === undefined ? undefined : runners[spec.lambdaFunction];
+    if (spec.lambdaFunction !== undefined && !fn) throw new Error(`alarm ${spec.name}: no runner ${spec.lambdaFunction}`);
+    return new aws.cloudwatch.MetricAlarm(ctx.child(`Alarm${componentName(spec.name)}`), {
+      name: `${$app.name}-${$app.stage}-${ctx.child(spec.name)}`,
+      alarmDescription: spec.description,
+      namespace: spec.namespace,
+      metricName: spec.metricName,
+      dimensions: fn ? { ...spec.dimensions, FunctionName: fn.name } : spec.dimensions,
+      statistic: spec.statistic,
+      period: spec.period,
+      evaluationPeriods: spec.evaluationPeriods,
+      threshold: spec.threshold,
+      comparisonOperator: spec.comparison,
+      treatMissingData: spec.treatMissingData,
+      alarmActions: [alarmTopic.arn],
+      okActions: [alarmTopic.arn],
+    });
   });
-});
+  return { alarmTopic, alarmEmail, alarms };
+}

@@ -6,9 +6,7 @@
  * sits next to the Lambda runners (or instead of them, with `runners: {}`),
  * on the same database and migrations. See docs/deploy.md, "On the edge".
  */
-import { config, type EdgeConfig } from "../shared/config.ts";
-import { migration } from "./migrate.ts";
-import { apiToken, databaseUrl } from "./secrets.ts";
+import type { InfraContext } from "./context.ts";
 
 /** Workers cron syntax: five fields (minute hour day-of-month month day-of-week). */
 export function checkWorkersCron(text: string): string {
@@ -19,14 +17,18 @@ export function checkWorkersCron(text: string): string {
 /** Compatibility for the bundle: plain Workers APIs, no Node.js compatibility layer. */
 const compatibility = { date: "2026-04-01", flags: [] as string[] };
 
-function deployEdge(edge: EdgeConfig) {
+export function createEdge(ctx: InfraContext, migration: aws.lambda.Invocation) {
+  const edge = ctx.config.edge;
+  if (!edge || !ctx.edgeHandler) return undefined;
+  const { databaseUrl, apiToken } = ctx;
   /** Shared by the edge scheduler and the runner Worker; set it with `npx sst secret set RunnerSecret <value>`. */
   const runnerSecret = new sst.Secret("RunnerSecret");
   const cpuMs = Math.max(...Object.values(edge.runners).map((r) => r.cpuMs));
-  const environment = { LEASEHOLD_SCHEMA: config.schema };
+  // The Worker's settings as bindings: the schema, and the app's config (Workers have no other environment).
+  const environment = { LEASEHOLD_SCHEMA: ctx.config.schema, LEASEHOLD_CONFIG: JSON.stringify(ctx.config) };
 
-  const runner = new sst.cloudflare.Worker("EdgeRunner", {
-    handler: "functions/edge/worker.ts",
+  const runner = new sst.cloudflare.Worker(ctx.child("EdgeRunner"), {
+    handler: ctx.edgeHandler,
     // The API on the edge is served from this Worker's URL too.
     url: true,
     compatibility,
@@ -43,9 +45,9 @@ function deployEdge(edge: EdgeConfig) {
   });
 
   const schedules = [...new Set([edge.scheduler.schedule, edge.rescuer.schedule].map(checkWorkersCron))];
-  const cron = new sst.cloudflare.Cron("EdgeCron", {
+  const cron = new sst.cloudflare.Cron(ctx.child("EdgeCron"), {
     worker: {
-      handler: "functions/edge/worker.ts",
+      handler: ctx.edgeHandler,
       compatibility,
       // Linking the runner Worker makes the `EdgeRunner` service binding.
       link: [databaseUrl, runnerSecret, runner],
@@ -60,5 +62,3 @@ function deployEdge(edge: EdgeConfig) {
   });
   return { runner, cron };
 }
-
-export const edge = config.edge ? deployEdge(config.edge) : undefined;

@@ -1,34 +1,15 @@
 /**
  * The Lambda functions, sized from `functionSpecs(config)`: one runner per
- * `config.runners` entry, the scheduler, the rescuer and the API.
- * Their safety-net crons are in `infra/crons.ts`; the wake role and the
- * recurring jobs' schedules in `infra/wake.ts`.
+ * `config.runners` entry, the scheduler, the rescuer and the API, each built
+ * from its generated entry (the app's jobs and config). Their safety-net
+ * crons are made here too; the wake role and the recurring jobs' schedules
+ * come from infra/wake.ts.
  */
-import { config, functionSpecs, type FunctionSpec } from "../shared/config.ts";
+import { functionSpecs, type FunctionSpec } from "../shared/config.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
-import { migration } from "./migrate.ts";
-import { apiToken, databaseUrl } from "./secrets.ts";
-import { allowWakes, recurringSchedules, schedulerFunctionName, wakePrefix, wakeRole } from "./wake.ts";
-
-const specs = new Map<string, FunctionSpec>();
-for (const spec of functionSpecs(config)) {
-  if (specs.has(spec.name)) throw new Error(`two functions are named "${spec.name}": rename the runner`);
-  specs.set(spec.name, spec);
-}
-
-function spec(name: string): FunctionSpec {
-  const found = specs.get(name);
-  if (!found) throw new Error(`functionSpecs() has no function "${name}"`);
-  return found;
-}
-
-/** "runner-cpu" -> "RunnerCpu": SST component (and `Resource`) name. */
-export function componentName(name: string): string {
-  return name
-    .split(/[^A-Za-z0-9]+/)
-    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
-    .join("");
-}
+import { componentName, type InfraContext } from "./context.ts";
+import { parseSchedule } from "./schedule.ts";
+import { createWake } from "./wake.ts";
 
 interface Extra {
   link?: unknown[];
@@ -41,92 +22,112 @@ interface Extra {
   functionName?: string;
 }
 
-function leaseholdFunction(name: string, extra: Extra = {}): sst.aws.Function {
-  const s = spec(name);
-  return new sst.aws.Function(componentName(name), {
-    handler: s.handler,
-    runtime: "nodejs22.x",
-    timeout: `${s.timeoutSeconds} seconds`,
-    memory: `${s.memoryMb} MB`,
-    link: [databaseUrl, ...(extra.link ?? [])],
-    environment: {
-      POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-      ...s.environment,
-      ...extra.environment,
-    },
-    retries: extra.retries,
-    concurrency: extra.concurrency,
-    url: extra.url,
-    permissions: extra.permissions,
-    transform: {
-      // New code goes live only after this deploy's migrations ran.
-      function: (args, opts) => {
-        if (extra.functionName) args.name = extra.functionName;
-        opts.dependsOn = [migration];
-      },
-    },
-  });
+type ScheduleExpression = `rate(${string})` | `cron(${string})`;
+
+function expression(text: string): ScheduleExpression {
+  parseSchedule(text); // throws with the reason on a bad expression
+  return text as ScheduleExpression;
 }
 
-/** Arming a one-time `at()` wake-up: create the schedule, and hand it the role that invokes the scheduler. */
-const armWakes = [
-  { actions: ["scheduler:CreateSchedule"], resources: ["*"] },
-  { actions: ["iam:PassRole"], resources: [wakeRole.arn] },
-];
+export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocation) {
+  const specs = new Map<string, FunctionSpec>();
+  for (const spec of functionSpecs(ctx.config)) {
+    if (specs.has(spec.name)) throw new Error(`two functions are named "${spec.name}": rename the runner`);
+    specs.set(spec.name, spec);
+  }
+  const wake = createWake(ctx);
 
-/** Runner functions by config.runners key. */
-export const runners: Record<string, sst.aws.Function> = Object.fromEntries(
-  Object.entries(config.runners).map(([name, runner]) => [
-    name,
-    leaseholdFunction(name, {
-      // A runner that dies is handled by the rescuer (lease expiry); an async
-      // retry by Lambda would only start a second runner.
-      retries: 0,
-      // The hard cap on concurrent invocations of this runner.
-      concurrency: { reserved: runner.maxConcurrency },
-      // A follow-up job for another queue, or for later, wakes the scheduler.
-      environment: { LEASEHOLD_SCHEDULER_FUNCTION: schedulerFunctionName },
-      permissions: [{ actions: ["lambda:InvokeFunction"], resources: [`arn:aws:lambda:*:*:function:${schedulerFunctionName}`] }],
-    }),
-  ]),
-);
+  function leaseholdFunction(name: string, handler: string, extra: Extra = {}): sst.aws.Function {
+    const s = specs.get(name)!;
+    return new sst.aws.Function(ctx.child(componentName(name)), {
+      handler,
+      runtime: "nodejs22.x",
+      timeout: `${s.timeoutSeconds} seconds`,
+      memory: `${s.memoryMb} MB`,
+      link: [ctx.databaseUrl, ...(extra.link ?? [])],
+      environment: {
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        // One schema for every function (shared/settings.ts), from the app's config.
+        LEASEHOLD_SCHEMA: ctx.config.schema,
+        ...s.environment,
+        ...extra.environment,
+      },
+      retries: extra.retries,
+      concurrency: extra.concurrency,
+      url: extra.url,
+      permissions: extra.permissions,
+      transform: {
+        // New code goes live only after this deploy's migrations ran.
+        function: (args, opts) => {
+          if (extra.functionName) args.name = extra.functionName;
+          opts.dependsOn = [migration];
+        },
+      },
+    });
+  }
 
-export const rescuer = leaseholdFunction("rescuer", { retries: 0 });
+  /** Arming a one-time `at()` wake-up: create the schedule, and hand it the role that invokes the scheduler. */
+  const armWakes = [
+    { actions: ["scheduler:CreateSchedule"], resources: ["*"] },
+    { actions: ["iam:PassRole"], resources: [wake.wakeRole.arn] },
+  ];
+  const schedulerArnByName = `arn:aws:lambda:*:*:function:${wake.schedulerFunctionName}`;
 
-export const scheduler = leaseholdFunction("scheduler", {
-  retries: 0,
-  functionName: schedulerFunctionName,
-  // Linking a function grants lambda:InvokeFunction on it: the runners, the
-  // rescuer (invoked while jobs run), and itself (a successor, by name).
-  link: [...Object.values(runners), rescuer],
-  permissions: [
-    ...armWakes,
-    { actions: ["lambda:InvokeFunction"], resources: [`arn:aws:lambda:*:*:function:${schedulerFunctionName}`] },
-  ],
-  environment: {
-    LEASEHOLD_RUNNER_FUNCTIONS: $jsonStringify(
-      Object.fromEntries(Object.entries(runners).map(([name, fn]) => [name, fn.name])),
-    ),
-    LEASEHOLD_RESCUER_FUNCTION: rescuer.name,
-    LEASEHOLD_WAKE_ROLE_ARN: wakeRole.arn,
-    LEASEHOLD_WAKE_PREFIX: wakePrefix,
-  },
-});
+  /** Runner functions by config.runners key. */
+  const runners: Record<string, sst.aws.Function> = Object.fromEntries(
+    Object.entries(ctx.config.runners).map(([name, runner]) => [
+      name,
+      leaseholdFunction(name, ctx.handlers.runner, {
+        // A runner that dies is handled by the rescuer (lease expiry); an async
+        // retry by Lambda would only start a second runner.
+        retries: 0,
+        // The hard cap on concurrent invocations of this runner.
+        concurrency: { reserved: runner.maxConcurrency },
+        // A follow-up job for another queue, or for later, wakes the scheduler.
+        environment: { LEASEHOLD_SCHEDULER_FUNCTION: wake.schedulerFunctionName },
+        permissions: [{ actions: ["lambda:InvokeFunction"], resources: [schedulerArnByName] }],
+      }),
+    ]),
+  );
 
-export const wakePolicy = allowWakes(scheduler.arn);
-export const recurringJobSchedules = recurringSchedules(scheduler.arn);
+  const rescuer = leaseholdFunction("rescuer", ctx.handlers.rescuer, { retries: 0 });
 
-export const api = leaseholdFunction("api", {
-  // Linked to the scheduler so an enqueue can wake it right after commit,
-  // and allowed to arm an at() schedule when that Invoke is slow.
-  link: [apiToken, scheduler],
-  permissions: armWakes,
-  environment: {
-    LEASEHOLD_SCHEDULER_FUNCTION: scheduler.name,
-    LEASEHOLD_SCHEDULER_ARN: scheduler.arn,
-    LEASEHOLD_WAKE_ROLE_ARN: wakeRole.arn,
-    LEASEHOLD_WAKE_PREFIX: wakePrefix,
-  },
-  url: true,
-});
+  const scheduler = leaseholdFunction("scheduler", ctx.handlers.scheduler, {
+    retries: 0,
+    functionName: wake.schedulerFunctionName,
+    // Linking a function grants lambda:InvokeFunction on it: the runners, the
+    // rescuer (invoked while jobs run), and itself (a successor, by name).
+    link: [...Object.values(runners), rescuer],
+    permissions: [...armWakes, { actions: ["lambda:InvokeFunction"], resources: [schedulerArnByName] }],
+    environment: {
+      LEASEHOLD_RUNNER_FUNCTIONS: $jsonStringify(Object.fromEntries(Object.entries(runners).map(([name, fn]) => [name, fn.name]))),
+      LEASEHOLD_RESCUER_FUNCTION: rescuer.name,
+      LEASEHOLD_WAKE_ROLE_ARN: wake.wakeRole.arn,
+      LEASEHOLD_WAKE_PREFIX: wake.wakePrefix,
+    },
+  });
+
+  const wakePolicy = wake.allowWakes(scheduler.arn);
+  const recurringSchedules = wake.recurringSchedules(scheduler.arn);
+
+  const api = leaseholdFunction("api", ctx.handlers.api, {
+    // Linked to the scheduler so an enqueue can wake it right after commit,
+    // and allowed to arm an at() schedule when that Invoke is slow.
+    link: [ctx.apiToken, scheduler],
+    permissions: armWakes,
+    environment: {
+      LEASEHOLD_SCHEDULER_FUNCTION: scheduler.name,
+      LEASEHOLD_SCHEDULER_ARN: scheduler.arn,
+      LEASEHOLD_WAKE_ROLE_ARN: wake.wakeRole.arn,
+      LEASEHOLD_WAKE_PREFIX: wake.wakePrefix,
+    },
+    url: true,
+  });
+
+  // The safety nets: enqueues, runners and armed schedules wake the scheduler.
+  const schedulerCron = new sst.aws.CronV2(ctx.child("SchedulerCron"), { function: scheduler, schedule: expression(ctx.config.scheduler.schedule) });
+  const rescuerCron = new sst.aws.CronV2(ctx.child("RescuerCron"), { function: rescuer, schedule: expression(ctx.config.rescuer.schedule) });
+
+  return { runners, rescuer, scheduler, api, wake, armWakes, wakePolicy, recurringSchedules, schedulerCron, rescuerCron };
+}

@@ -6,15 +6,12 @@
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { config, functionSpecs } from "../shared/config.ts";
+import { join, relative } from "node:path";
+import { functionSpecs } from "../shared/config.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
-import { databaseUrl } from "./secrets.ts";
+import type { InfraContext } from "./context.ts";
 
-const spec = functionSpecs(config).find((f) => f.name === "migrate")!;
-export const MIGRATE_HANDLER = spec.handler;
-
-/** Hash of every file in migrations/: a new or edited migration re-runs the invocation. */
+/** Hash of every file in the migrations directory: a new or edited migration re-runs the invocation. */
 function migrationsHash(dir: string): string {
   const hash = createHash("sha256");
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".sql")).sort()) {
@@ -23,25 +20,29 @@ function migrationsHash(dir: string): string {
   return hash.digest("hex");
 }
 
-export const migrateFunction = new sst.aws.Function("Migrate", {
-  handler: MIGRATE_HANDLER,
-  runtime: "nodejs22.x",
-  timeout: `${spec.timeoutSeconds} seconds`,
-  memory: `${spec.memoryMb} MB`,
-  link: [databaseUrl],
-  environment: { POWERTOOLS_SERVICE_NAME: SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE },
-  // shared/migrate.ts reads ../migrations/ relative to the bundled handler.
-  copyFiles: [{ from: "migrations", to: "migrations" }],
-  retries: 0,
-});
+export function createMigration(ctx: InfraContext) {
+  const spec = functionSpecs(ctx.config).find((f) => f.name === "migrate")!;
+  const migrateFunction = new sst.aws.Function(ctx.child("Migrate"), {
+    handler: ctx.handlers.migrate,
+    runtime: "nodejs22.x",
+    timeout: `${spec.timeoutSeconds} seconds`,
+    memory: `${spec.memoryMb} MB`,
+    link: [ctx.databaseUrl],
+    environment: { POWERTOOLS_SERVICE_NAME: SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE, LEASEHOLD_SCHEMA: ctx.config.schema },
+    // The migrate handler reads migrations/ in its task root.
+    copyFiles: [{ from: relative($cli.paths.root, ctx.migrationsDir) || ".", to: "migrations" }],
+    retries: 0,
+  });
 
-export const migration = new aws.lambda.Invocation("MigrateOnDeploy", {
-  functionName: migrateFunction.name,
-  input: JSON.stringify({}),
-  triggers: {
-    migrations: migrationsHash(join($cli.paths.root, "migrations")),
-    schema: config.schema,
-    // A new database (a changed URL) gets migrated too; only a hash is stored.
-    database: databaseUrl.value.apply((url) => createHash("sha256").update(url).digest("hex")),
-  },
-});
+  const migration = new aws.lambda.Invocation(ctx.child("MigrateOnDeploy"), {
+    functionName: migrateFunction.name,
+    input: JSON.stringify({}),
+    triggers: {
+      migrations: migrationsHash(ctx.migrationsDir),
+      schema: ctx.config.schema,
+      // A new database (a changed URL) gets migrated too; only a hash is stored.
+      database: ctx.databaseUrl.value.apply((url) => createHash("sha256").update(url).digest("hex")),
+    },
+  });
+  return { migrateFunction, migration };
+}

@@ -3,7 +3,9 @@
  * without AWS. The last block runs sst.config.ts's `run()` against stand-ins
  * for the SST globals and checks the arguments infra really passes.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { writeEntries } from "../functions/entries.ts";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -34,7 +36,7 @@ describe("runner sizing", () => {
   });
 });
 
-/** "functions/runner.handler" -> the source file and the export it names. */
+/** "dir/module.handler" -> the source file and the export it names. */
 function handlerSource(handler: string): { file: string | undefined; exportName: string } {
   const dot = handler.lastIndexOf(".");
   const base = handler.slice(0, dot);
@@ -54,18 +56,39 @@ function exportsName(source: string, name: string): boolean {
 }
 
 function expectHandlerExists(handler: string): void {
-  expect(handler, handler).toMatch(/^functions\/[\w-]+\.\w+$/);
+  expect(handler, handler).toMatch(/^\.leasehold\/functions\/[\w-]+\.handler$/);
   const { file, exportName } = handlerSource(handler);
-  expect(file, `${handler}: no source file under functions/`).toBeDefined();
+  expect(file, `${handler}: no generated entry`).toBeDefined();
   expect(exportsName(readFileSync(file!, "utf8"), exportName), `${file} exports ${exportName}`).toBe(true);
 }
 
-describe("function handlers", () => {
-  for (const spec of functionSpecs(config)) {
-    it(`${spec.name}: ${spec.handler} names an exported handler under functions/`, () => {
-      expectHandlerExists(spec.handler);
-    });
-  }
+describe("function entries (functions/entries.ts)", () => {
+  it("each generated entry builds its handler from the app's jobs and config, and exports it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "leasehold-entries-"));
+    try {
+      const files = writeEntries({ dir, jobsModule: join(root, "jobs/index.ts"), config, factories: join(root, "functions/lambda.ts") });
+      const env = { DATABASE_URL: "postgres://u@h/db", LEASEHOLD_API_TOKEN: "t".repeat(32) };
+      const saved = { ...process.env };
+      Object.assign(process.env, env);
+      try {
+        for (const [kind, file] of Object.entries(files)) {
+          const text = readFileSync(file, "utf8");
+          expect(text, kind).toContain(JSON.stringify(config));
+          const { handler } = (await import(/* @vite-ignore */ file)) as { handler?: unknown };
+          expect(typeof handler, kind).toBe("function");
+        }
+      } finally {
+        for (const key of Object.keys(env)) if (!(key in saved)) delete process.env[key];
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a runner entry refuses a config without that runner, naming the runners it has", async () => {
+    const { createRunnerHandler } = await import("../functions/lambda.ts");
+    expect(() => createRunnerHandler({ registry: new Map(), config, runner: "nope" })).toThrow(/no runner named nope .*runner, runner-cpu/);
+  });
 
   it("the handler check recognises the usual export forms", () => {
     expect(exportsName("export const handler = async () => {}", "handler")).toBe(true);
@@ -256,6 +279,7 @@ function installFakeGlobals(created: Created[]): void {
   g.$interpolate = (strings: TemplateStringsArray, ...values: unknown[]) =>
     strings.reduce((text, part, i) => text + part + (i < values.length ? String(values[i]) : ""), "");
   g.sst = {
+    Linkable: resource("sst.Linkable", (name) => ({ name })),
     Secret: resource("sst.Secret", (name) => ({ name, value: new FakeOutput(`value-of-${name}`) })),
     aws: {
       Function: resource("sst.aws.Function", (name) => ({
@@ -265,6 +289,7 @@ function installFakeGlobals(created: Created[]): void {
       })),
       CronV2: resource("sst.aws.CronV2"),
       SnsTopic: resource("sst.aws.SnsTopic", (name) => ({ arn: `arn:topic-${name}` })),
+      permission: (input: object) => ({ type: "aws.permission", ...input }),
     },
   };
   g.aws = {
@@ -317,7 +342,7 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     expect(all("sst.Secret").map((c) => c.name).sort()).toEqual(["ApiToken", "DatabaseUrl"]);
   });
 
-  it("deploys only handlers that exist under functions/ (migrate included)", () => {
+  it("deploys only the generated entries, each exporting its handler (migrate included)", () => {
     for (const c of all("sst.aws.Function")) expectHandlerExists(c.args.handler);
   });
 
@@ -341,7 +366,7 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
   });
 
   it("runners: no async retries, reserved concurrency = maxConcurrency, LEASEHOLD_RUNNER set", () => {
-    const runnerFns = all("sst.aws.Function").filter((c) => c.args.handler === "functions/runner.handler");
+    const runnerFns = all("sst.aws.Function").filter((c) => c.args.handler === ".leasehold/functions/runner.handler");
     expect(runnerFns).toHaveLength(Object.keys(config.runners).length);
     for (const c of runnerFns) {
       const name = c.args.environment.LEASEHOLD_RUNNER as string;
@@ -392,6 +417,14 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     });
   });
 
+  it("passes the config's schema to every function, and the component's link grants enqueue and wake-up", () => {
+    for (const c of all("sst.aws.Function")) expect(c.args.environment.LEASEHOLD_SCHEMA, c.name).toBe(config.schema);
+    const [link, ...others] = all("sst.Linkable");
+    expect(others).toHaveLength(0);
+    expect(link!.args.properties).toMatchObject({ schema: config.schema, schedulerFunction: "fn-Scheduler" });
+    expect(link!.args.include).toContainEqual({ type: "aws.permission", actions: ["lambda:InvokeFunction"], resources: ["arn:fn-Scheduler"] });
+  });
+
   it("the API has a function URL and the token", () => {
     const api = fn("Api");
     expect(api.args.url).toBe(true);
@@ -415,6 +448,7 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     expect(invocation!.args.functionName).toBe("fn-Migrate");
     expect(invocation!.args.triggers.migrations).toMatch(/^[0-9a-f]{64}$/);
     expect(fn("Migrate").args.copyFiles).toEqual([{ from: "migrations", to: "migrations" }]);
+    expect(fn("Migrate").args.environment.LEASEHOLD_SCHEMA).toBe(config.schema);
     const opts: { dependsOn?: unknown[] } = {};
     fn("Runner").args.transform.function({}, opts);
     expect(opts.dependsOn).toHaveLength(1);

@@ -5,7 +5,6 @@
  * the rescuer on their Cron Triggers. Everything else is the shared core;
  * this file only routes.
  */
-import { registry as bundledRegistry } from "../../jobs/index.ts";
 import type { Registry } from "../../shared/job.ts";
 import { servingRules } from "../../shared/serving.ts";
 import { createApp } from "../api/app.ts";
@@ -55,4 +54,3 @@ export function createEdgeWorker(options: { registry: Registry }) {
   };
 }
 
-export default createEdgeWorker({ registry: bundledRegistry });
