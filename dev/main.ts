@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { startDemoTraffic } from "./demo-traffic.ts";
 import { runDev } from "./run.ts";
 
 /**
@@ -15,4 +16,9 @@ const { values } = parseArgs({
   },
 });
 
-await runDev({ jobsModule: values.jobs, demo: !values["no-demo"] && !values.jobs, verbose: values.verbose });
+const demo = !values["no-demo"] && !values.jobs;
+await runDev({
+  jobsModule: values.jobs,
+  demo: demo ? (stack) => startDemoTraffic(stack.apiUrl, stack.apiToken) : undefined,
+  verbose: values.verbose,
+});

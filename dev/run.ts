@@ -1,14 +1,13 @@
 import type { Config } from "../shared/config.ts";
-import { startDemoTraffic } from "./demo-traffic.ts";
-import { startDevStack } from "./stack.ts";
+import { startDevStack, type DevStack } from "./stack.ts";
 
 export interface RunDevOptions {
   /** The app's root (its leasehold.config.ts, its jobs module). */
   root?: string;
   config?: Config;
   jobsModule?: string;
-  /** Enqueue the example traffic (this repository's own jobs only). */
-  demo: boolean;
+  /** Started once the stack is up (this repository's example traffic); returns its stop. */
+  demo?: (stack: DevStack) => { stop(): void };
   verbose: boolean;
 }
 
@@ -26,7 +25,7 @@ export async function runDev(o: RunDevOptions): Promise<void> {
     jobsModule: o.jobsModule,
     onLog: o.verbose ? (fn, line) => console.log(`[${fn}] ${line}`) : undefined,
   });
-  const demo = o.demo ? startDemoTraffic(stack.apiUrl, stack.apiToken) : null;
+  const demo = o.demo ? o.demo(stack) : null;
 
   console.log(`
 Leasehold is running.

@@ -12,7 +12,10 @@
  */
 import type { LambdaClient } from "@aws-sdk/client-lambda";
 import type { SchedulerClient } from "@aws-sdk/client-scheduler";
+import { Resource } from "sst";
+import { resolveSettings } from "../shared/settings.ts";
 import { createWaker, type Waker } from "../shared/wake.ts";
+import type { LinkedResources } from "./env.ts";
 import { armWake, invokeAsync, lambdaClient, schedulerClient, type ArmTarget } from "./aws.ts";
 
 export const WAKE_EVENT = { source: "leasehold.wake" } as const;
@@ -65,6 +68,39 @@ export function atFallback(env: Record<string, string | undefined> = process.env
 /** The waker an app's route uses, configured from the environment infra links to it. */
 export function schedulerWaker(onError: (err: unknown) => void = () => {}): Waker {
   return createSchedulerWaker(process.env.LEASEHOLD_SCHEDULER_FUNCTION, onError, lambdaClient(), atFallback());
+}
+
+/** What the component's link (`link: [leasehold.link]`) gives a function, as `Resource.<name>`. */
+interface LinkProperties {
+  schema?: string;
+  databaseUrl?: string;
+  schedulerFunction?: string;
+  schedulerArn?: string;
+  wakeRoleArn?: string;
+  wakePrefix?: string;
+}
+
+/**
+ * Leasehold as a function the component is linked to sees it: the schema,
+ * the database URL and a waker for after commit. Resolved as everywhere
+ * (shared/settings.ts): the link first, then the environment (DATABASE_URL,
+ * LEASEHOLD_SCHEMA, LEASEHOLD_SCHEDULER_FUNCTION locally), then defaults.
+ */
+export function linkedLeasehold(
+  options: { name?: string; resources?: LinkedResources; env?: Record<string, string | undefined>; onError?: (err: unknown) => void } = {},
+): { schema: string; databaseUrl: string | undefined; waker: Waker } {
+  const env = options.env ?? process.env;
+  const resources = options.resources ?? (Resource as unknown as LinkedResources);
+  let link: LinkProperties = {};
+  try {
+    link = ((resources as Record<string, unknown>)[options.name ?? "Leasehold"] as LinkProperties | undefined) ?? {};
+  } catch {
+    // SST's Resource throws outside a linked function: no link, the environment decides.
+  }
+  const settings = resolveSettings({ given: { schema: link.schema, databaseUrl: link.databaseUrl }, env });
+  const fallbackEnv = { ...env, LEASEHOLD_SCHEDULER_ARN: link.schedulerArn ?? env.LEASEHOLD_SCHEDULER_ARN, LEASEHOLD_WAKE_ROLE_ARN: link.wakeRoleArn ?? env.LEASEHOLD_WAKE_ROLE_ARN, LEASEHOLD_WAKE_PREFIX: link.wakePrefix ?? env.LEASEHOLD_WAKE_PREFIX };
+  const waker = createSchedulerWaker(link.schedulerFunction ?? env.LEASEHOLD_SCHEDULER_FUNCTION, options.onError ?? (() => {}), lambdaClient(), atFallback(fallbackEnv));
+  return { schema: settings.schema, databaseUrl: settings.databaseUrl, waker };
 }
 
 /** Waits for `waker` to settle, but no longer than `WAKE_WAIT_MS`: a hung wake-up never holds a response. */

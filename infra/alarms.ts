@@ -7,7 +7,9 @@
 import { alarmSpecs } from "./alarm-specs.ts";
 import { componentName, type InfraContext } from "./context.ts";
 
-export function createAlarms(ctx: InfraContext, runners: Record<string, sst.aws.Function>) {
+export function createAlarms(
+  ctx: InfraContext, runners: Record<string, sst.aws.Function>,
+): { alarmTopic: sst.aws.SnsTopic; alarmEmail: aws.sns.TopicSubscription | undefined; alarms: aws.cloudwatch.MetricAlarm[] } {
   const alarmTopic = new sst.aws.SnsTopic(ctx.child("Alarms"));
   const email = ctx.alarmEmail?.trim();
   const alarmEmail = email

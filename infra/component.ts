@@ -54,7 +54,7 @@ function packageLayout(root: string) {
   }
   const installed = join(root, "node_modules", "leasehold");
   if (!existsSync(installed)) throw new Error("Leasehold: the leasehold package is not installed in this app (npm install leasehold)");
-  return { factories: "leasehold/lambda", edgeFactories: "leasehold/edge", migrations: join(installed, "migrations") };
+  return { factories: "leasehold/lambda", edgeFactories: "leasehold/edge", migrations: join(installed, "dist", "migrations") };
 }
 
 export class Leasehold {
@@ -67,9 +67,9 @@ export class Leasehold {
   readonly apiToken: sst.Secret;
   readonly alarmTopic: sst.aws.SnsTopic;
   readonly dashboard: aws.cloudwatch.Dashboard;
-  readonly edge: ReturnType<typeof createEdge>;
+  readonly edge: { runner: sst.cloudflare.Worker; cron: sst.cloudflare.Cron } | undefined;
   /** Link this to a function that enqueues: the database URL, the schema, and the right to wake the scheduler. */
-  readonly link: sst.Linkable<{ schema: string; schedulerFunction: $util.Output<string>; databaseUrl: $util.Output<string> }>;
+  readonly link: sst.Linkable<Record<string, $util.Input<string>>>;
 
   constructor(name: string, args: LeaseholdArgs) {
     const config = defineConfig(args.config as ConfigInput);
@@ -107,8 +107,12 @@ export class Leasehold {
     this.alarmTopic = createAlarms(ctx, fns.runners).alarmTopic;
     this.dashboard = createDashboard(ctx, fns.runners);
     this.edge = createEdge(ctx, migration);
-    this.link = new sst.Linkable(child("LeaseholdLink"), {
-      properties: { schema: config.schema, schedulerFunction: fns.scheduler.name, databaseUrl: this.databaseUrl.value },
+    // `Resource.<name>` in a linked function: what linkedLeasehold() (leasehold/waker) reads.
+    this.link = new sst.Linkable(name, {
+      properties: {
+        schema: config.schema, databaseUrl: this.databaseUrl.value, schedulerFunction: fns.scheduler.name,
+        schedulerArn: fns.scheduler.arn, wakeRoleArn: fns.wake.wakeRole.arn, wakePrefix: fns.wake.wakePrefix,
+      },
       include: [
         sst.aws.permission({ actions: ["lambda:InvokeFunction"], resources: [fns.scheduler.arn] }),
         // The at() fallback of a wake-up whose Invoke is slow (functions/waker.ts).

@@ -10,7 +10,7 @@ import type { InfraContext } from "./context.ts";
 type Stat = "Sum" | "Maximum" | "Average";
 type MetricLine = $util.Input<string | number | Record<string, unknown>>[];
 
-export function createDashboard(ctx: InfraContext, runners: Record<string, sst.aws.Function>) {
+export function createDashboard(ctx: InfraContext, runners: Record<string, sst.aws.Function>): aws.cloudwatch.Dashboard {
   const { config } = ctx;
   const region = aws.getRegionOutput().region;
   const queues = configuredQueues(config);

@@ -17,7 +17,9 @@ export function checkWorkersCron(text: string): string {
 /** Compatibility for the bundle: plain Workers APIs, no Node.js compatibility layer. */
 const compatibility = { date: "2026-04-01", flags: [] as string[] };
 
-export function createEdge(ctx: InfraContext, migration: aws.lambda.Invocation) {
+export function createEdge(
+  ctx: InfraContext, migration: aws.lambda.Invocation,
+): { runner: sst.cloudflare.Worker; cron: sst.cloudflare.Cron } | undefined {
   const edge = ctx.config.edge;
   if (!edge || !ctx.edgeHandler) return undefined;
   const { databaseUrl, apiToken } = ctx;
@@ -35,7 +37,7 @@ export function createEdge(ctx: InfraContext, migration: aws.lambda.Invocation) 
     link: [databaseUrl, apiToken, runnerSecret],
     environment,
     transform: {
-      worker: (args, opts) => {
+      worker: (args: { limits?: unknown }, opts: { dependsOn?: unknown }) => {
         // The CPU time one runner invocation may use (Workers Paid: up to 5 min).
         args.limits = { cpuMs };
         // New code goes live only after this deploy's migrations ran (on AWS).
@@ -53,7 +55,7 @@ export function createEdge(ctx: InfraContext, migration: aws.lambda.Invocation) 
       link: [databaseUrl, runnerSecret, runner],
       environment,
       transform: {
-        worker: (_args, opts) => {
+        worker: (_args: unknown, opts: { dependsOn?: unknown }) => {
           opts.dependsOn = [migration];
         },
       },

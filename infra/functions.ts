@@ -9,7 +9,7 @@ import { functionSpecs, type FunctionSpec } from "../shared/config.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import { componentName, type InfraContext } from "./context.ts";
 import { parseSchedule } from "./schedule.ts";
-import { createWake } from "./wake.ts";
+import { createWake, type Wake } from "./wake.ts";
 
 interface Extra {
   link?: unknown[];
@@ -29,7 +29,20 @@ function expression(text: string): ScheduleExpression {
   return text as ScheduleExpression;
 }
 
-export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocation) {
+export interface Functions {
+  runners: Record<string, sst.aws.Function>;
+  rescuer: sst.aws.Function;
+  scheduler: sst.aws.Function;
+  api: sst.aws.Function;
+  wake: Wake;
+  armWakes: { actions: string[]; resources: $util.Input<string>[] }[];
+  wakePolicy: aws.iam.RolePolicy;
+  recurringSchedules: aws.scheduler.Schedule[];
+  schedulerCron: sst.aws.CronV2;
+  rescuerCron: sst.aws.CronV2;
+}
+
+export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocation): Functions {
   const specs = new Map<string, FunctionSpec>();
   for (const spec of functionSpecs(ctx.config)) {
     if (specs.has(spec.name)) throw new Error(`two functions are named "${spec.name}": rename the runner`);
@@ -59,7 +72,7 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
       permissions: extra.permissions,
       transform: {
         // New code goes live only after this deploy's migrations ran.
-        function: (args, opts) => {
+        function: (args: { name?: $util.Input<string> }, opts: { dependsOn?: unknown }) => {
           if (extra.functionName) args.name = extra.functionName;
           opts.dependsOn = [migration];
         },

@@ -20,7 +20,7 @@ function migrationsHash(dir: string): string {
   return hash.digest("hex");
 }
 
-export function createMigration(ctx: InfraContext) {
+export function createMigration(ctx: InfraContext): { migrateFunction: sst.aws.Function; migration: aws.lambda.Invocation } {
   const spec = functionSpecs(ctx.config).find((f) => f.name === "migrate")!;
   const migrateFunction = new sst.aws.Function(ctx.child("Migrate"), {
     handler: ctx.handlers.migrate,
@@ -41,7 +41,7 @@ export function createMigration(ctx: InfraContext) {
       migrations: migrationsHash(ctx.migrationsDir),
       schema: ctx.config.schema,
       // A new database (a changed URL) gets migrated too; only a hash is stored.
-      database: ctx.databaseUrl.value.apply((url) => createHash("sha256").update(url).digest("hex")),
+      database: ctx.databaseUrl.value.apply((url: string) => createHash("sha256").update(url).digest("hex")),
     },
   });
   return { migrateFunction, migration };

@@ -7,7 +7,15 @@
 import { toAwsCron } from "../shared/aws-cron.ts";
 import type { InfraContext } from "./context.ts";
 
-export function createWake(ctx: InfraContext) {
+export interface Wake {
+  wakePrefix: string;
+  schedulerFunctionName: string;
+  wakeRole: aws.iam.Role;
+  allowWakes(schedulerArn: $util.Input<string>): aws.iam.RolePolicy;
+  recurringSchedules(schedulerArn: $util.Input<string>): aws.scheduler.Schedule[];
+}
+
+export function createWake(ctx: InfraContext): Wake {
   /** Names of the one-time schedules: `<prefix>-<epoch seconds>`, one prefix per stage. */
   const wakePrefix = `leasehold-${$app.stage}-${ctx.child("Wake").toLowerCase()}`.slice(0, 40);
   /** The scheduler's function name, fixed so runners can be allowed to invoke it without a cycle. */

@@ -6,6 +6,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { writeEntries } from "../functions/entries.ts";
+import { installFakeGlobals, type Created } from "./support/sst-stubs.ts";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -241,71 +242,12 @@ describe("alarm specs", () => {
 
 // --- sst.config.ts against stand-ins for the SST globals -------------------
 
-interface Created {
-  type: string;
-  name: string;
-  args: any;
-  opts?: any;
-}
-
 /** Component names as infra/functions.ts derives them: "runner-cpu" -> "RunnerCpu". */
 function pascal(name: string): string {
   return name
     .split(/[^A-Za-z0-9]+/)
     .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
     .join("");
-}
-
-class FakeOutput<T> {
-  constructor(readonly value: T) {}
-  apply<U>(fn: (value: T) => U): FakeOutput<U> {
-    return new FakeOutput(fn(this.value));
-  }
-}
-
-function installFakeGlobals(created: Created[]): void {
-  const resource = (type: string, props: (name: string, args: any) => object = () => ({})) =>
-    class {
-      constructor(name: string, args: any, opts?: any) {
-        created.push({ type, name, args, opts });
-        Object.assign(this, props(name, args));
-      }
-    };
-  const g = globalThis as any;
-  g.$config = (input: unknown) => input;
-  g.$app = { name: "leasehold", stage: "test" };
-  g.$cli = { paths: { root } };
-  g.$jsonStringify = (value: unknown) => JSON.stringify(value);
-  g.$interpolate = (strings: TemplateStringsArray, ...values: unknown[]) =>
-    strings.reduce((text, part, i) => text + part + (i < values.length ? String(values[i]) : ""), "");
-  g.sst = {
-    Linkable: resource("sst.Linkable", (name) => ({ name })),
-    Secret: resource("sst.Secret", (name) => ({ name, value: new FakeOutput(`value-of-${name}`) })),
-    aws: {
-      Function: resource("sst.aws.Function", (name) => ({
-        name: `fn-${name}`,
-        arn: `arn:fn-${name}`,
-        url: `https://${name}.example`,
-      })),
-      CronV2: resource("sst.aws.CronV2"),
-      SnsTopic: resource("sst.aws.SnsTopic", (name) => ({ arn: `arn:topic-${name}` })),
-      permission: (input: object) => ({ type: "aws.permission", ...input }),
-    },
-  };
-  g.aws = {
-    getRegionOutput: () => ({ region: "us-east-1" }),
-    iam: {
-      Role: resource("aws.iam.Role", (name) => ({ arn: `arn:role-${name}`, id: `role-${name}` })),
-      RolePolicy: resource("aws.iam.RolePolicy"),
-    },
-    scheduler: { Schedule: resource("aws.scheduler.Schedule") },
-    lambda: { Invocation: resource("aws.lambda.Invocation") },
-    sns: { TopicSubscription: resource("aws.sns.TopicSubscription") },
-    cloudwatch: {
-      MetricAlarm: resource("aws.cloudwatch.MetricAlarm"),
-      Dashboard: resource("aws.cloudwatch.Dashboard", (_name, args) => ({ dashboardName: args.dashboardName })),
-    },
-  };
 }
 
 describe("sst.config.ts composition (SST globals stubbed)", () => {
@@ -319,7 +261,7 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
   };
 
   beforeAll(async () => {
-    installFakeGlobals(created);
+    installFakeGlobals(created, root);
     const previous = process.env.LEASEHOLD_ALARM_EMAIL;
     process.env.LEASEHOLD_ALARM_EMAIL = "ops@example.com";
     try {
@@ -420,6 +362,7 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
   it("passes the config's schema to every function, and the component's link grants enqueue and wake-up", () => {
     for (const c of all("sst.aws.Function")) expect(c.args.environment.LEASEHOLD_SCHEMA, c.name).toBe(config.schema);
     const [link, ...others] = all("sst.Linkable");
+    expect(link!.name).toBe("Leasehold");
     expect(others).toHaveLength(0);
     expect(link!.args.properties).toMatchObject({ schema: config.schema, schedulerFunction: "fn-Scheduler" });
     expect(link!.args.include).toContainEqual({ type: "aws.permission", actions: ["lambda:InvokeFunction"], resources: ["arn:fn-Scheduler"] });

@@ -18,7 +18,7 @@ Options:
   options: { verbose: { type: "boolean" } },
   async run(ctx, positionals, values) {
     expectPositionals(positionals, []);
-    await runDev({ root: process.cwd(), config: ctx.config, jobsModule: option(values, "jobs"), demo: false, verbose: values.verbose === true });
+    await runDev({ root: process.cwd(), config: ctx.config, jobsModule: option(values, "jobs"), verbose: values.verbose === true });
     await new Promise(() => {}); // until Ctrl-C (runDev exits the process)
   },
 };

@@ -11,7 +11,8 @@ import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ChildMessage, InvokeMessage, LambdaErrorBody } from "./protocol.ts";
 
-const CHILD_PATH = fileURLToPath(new URL("./child.ts", import.meta.url));
+// child.ts here, child.js in the built package.
+const CHILD_PATH = fileURLToPath(new URL(`./child${import.meta.url.slice(import.meta.url.lastIndexOf("."))}`, import.meta.url));
 const TSX_LOADER_URL = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 /** Lambda gives the handler module this long to load. */
 export const INIT_TIMEOUT_MS = 10_000;

@@ -1,0 +1,170 @@
+import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import { build } from "esbuild";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../dev/embedded-postgres.ts";
+import { installFakeGlobals, type Created } from "./support/sst-stubs.ts";
+
+/**
+ * Leasehold as an outside app gets it: `npm pack` builds the package, a small
+ * SST app (test/fixtures/app: its own config on its own schema, its own job
+ * types, a Hono route that enqueues in its own transaction) installs the
+ * tarball, and then it type-checks, deploys (SST globals stubbed, the real
+ * component), bundles, runs with `npx leasehold dev` and answers
+ * `npx leasehold stats`: nothing of this repository but the tarball.
+ */
+const run = promisify(execFile);
+const root = fileURLToPath(new URL("..", import.meta.url));
+const platform = join(root, ".sst", "platform");
+
+describe("the packed package in an outside SST app", () => {
+  let work: string;
+  let app: string;
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), "leasehold-pack-"));
+    if (!existsSync(join(platform, "config.d.ts"))) await run("bash", ["scripts/check-infra.sh", "--platform-only"], { cwd: root });
+    // prepack builds dist/ (tsc, the component against SST's types) first.
+    const { stdout } = await run("npm", ["pack", "--pack-destination", work, "--json"], { cwd: root, maxBuffer: 64 << 20 });
+    const tarball = join(work, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
+    app = join(work, "acme");
+    cpSync(join(root, "test/fixtures/app"), app, { recursive: true });
+    const manifest = readFileSync(join(app, "package.json"), "utf8").replace("LEASEHOLD_TARBALL", tarball);
+    writeFileSync(join(app, "package.json"), manifest);
+    // From the npm cache the project's own install filled; the registry only for what is missing.
+    await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund"], { cwd: app, maxBuffer: 64 << 20 });
+    mkdirSync(join(app, ".sst"));
+    symlinkSync(platform, join(app, ".sst", "platform"));
+  }, 900_000);
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it("installs only the package: no path back into this repository", () => {
+    const installed = JSON.parse(readFileSync(join(app, "node_modules/leasehold/package.json"), "utf8")) as { exports: Record<string, unknown> };
+    expect(Object.keys(installed.exports)).toEqual(expect.arrayContaining([".", "./lambda", "./sst", "./waker", "./edge"]));
+    expect(existsSync(join(app, "node_modules/leasehold/dist/migrations/0001_jobs.sql"))).toBe(true);
+    expect(existsSync(join(app, "node_modules/leasehold/test"))).toBe(false);
+  });
+
+  it("the app's sst.config.ts, config, jobs and route type-check against SST's real component types", async () => {
+    const result = await run(join(platform, "node_modules/.bin/tsc"), ["-p", join(app, "tsconfig.json")], { cwd: app }).catch((e: { stdout: string }) => e);
+    expect("stdout" in result ? result.stdout : "").toBe("");
+  }, 300_000);
+
+  it("deploys as `sst deploy` would: the component from the app's config, and every function bundles offline", async () => {
+    const created: Created[] = [];
+    installFakeGlobals(created, app, { name: "acme", stage: "test" });
+    const config = (await import(/* @vite-ignore */ pathToFileURL(join(app, "sst.config.ts")).href)).default as { run(): Promise<unknown> };
+    await config.run();
+    const functions = created.filter((c) => c.type === "sst.aws.Function");
+    expect(functions.map((f) => f.name).sort()).toEqual(["AcmeApi", "Api", "Migrate", "Rescuer", "Runner", "Scheduler"]);
+    for (const f of functions.filter((f) => f.name !== "AcmeApi")) {
+      expect(f.args.environment.LEASEHOLD_SCHEMA, f.name).toBe("acme_jobs");
+      expect(f.args.handler, f.name).toMatch(/^\.leasehold\/functions\/\w+\.handler$/);
+    }
+    expect(created.find((c) => c.name === "Migrate")!.args.copyFiles).toEqual([{ from: "node_modules/leasehold/dist/migrations", to: "migrations" }]);
+    expect(created.filter((c) => c.type === "aws.scheduler.Schedule").map((c) => JSON.parse(c.args.target.input).name)).toEqual(["acme.nightly"]);
+    const acme = functions.find((f) => f.name === "AcmeApi")!;
+    expect(acme.args.link.map((l: { name: string }) => l.name)).toEqual(["Leasehold"]);
+
+    for (const f of functions) {
+      const entry = join(app, f.args.handler.replace(/\.handler$/, ".ts"));
+      const text = readFileSync(entry, "utf8");
+      if (f.name !== "AcmeApi") expect(text).toContain(`from "leasehold/lambda"`);
+      const out = await build({ entryPoints: [entry], absWorkingDir: app, bundle: true, platform: "node", format: "esm", target: "node22", write: false, logLevel: "silent" });
+      const bundled = out.outputFiles[0]!.text;
+      expect(bundled, f.name).toContain("handler");
+      expect(bundled, `${f.name} bundles nothing from this repository`).not.toContain(root);
+    }
+  }, 300_000);
+
+  describe("npx leasehold dev", () => {
+    let dev: ChildProcess;
+    let output = "";
+    let pgPort: number;
+    const token = "acme-dev-token-0123456789abcdef";
+    beforeAll(async () => {
+      const dataDir = join(work, "pg");
+      mkdirSync(dataDir);
+      chmodSync(work, 0o755);
+      [pgPort] = [await freePort()];
+      dev = spawn("npx", ["leasehold", "dev"], {
+        cwd: app,
+        env: {
+          ...process.env, DATABASE_URL: "", PORT: "0", LEASEHOLD_API_TOKEN: token, LEASEHOLD_SCHEMA: "",
+          LEASEHOLD_DEV_PG_PORT: String(pgPort), LEASEHOLD_DEV_DATA_DIR: join(dataDir, "data"),
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      dev.stdout!.on("data", (d) => (output += d));
+      dev.stderr!.on("data", (d) => (output += d));
+      const deadline = Date.now() + 120_000;
+      while (!output.includes("Ctrl-C stops everything")) {
+        if (Date.now() > deadline || dev.exitCode !== null) throw new Error(`leasehold dev did not start:\n${output}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }, 150_000);
+    afterAll(async () => {
+      if (dev && dev.exitCode === null) {
+        const exited = new Promise((r) => dev.on("exit", r));
+        dev.kill("SIGINT");
+        await exited;
+      }
+    });
+
+    it("runs the app's own job types: its route enqueues in its own transaction, a runner built from its jobs module runs it", async () => {
+      expect(output).toMatch(/job types\s+acme\.welcome, acme\.nightly/);
+      const apiUrl = output.match(/API\s+(http:\/\/127\.0\.0\.1:\d+)/)![1]!;
+      const lambdaUrl = output.match(/Lambda\s+(http:\/\/127\.0\.0\.1:\d+)/)![1]!;
+      const databaseUrl = `postgres://postgres:leasehold@127.0.0.1:${pgPort}/postgres`;
+      const { createAcmeApp } = (await import(/* @vite-ignore */ pathToFileURL(join(app, "src/api.ts")).href)) as {
+        createAcmeApp(openPool: () => pg.Pool, schema: string, afterCommit: () => void): { request(path: string, init: RequestInit): Promise<Response> };
+      };
+      const lambda = new LambdaClient({ endpoint: lambdaUrl, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
+      const wake = () => void lambda.send(new InvokeCommand({ FunctionName: "scheduler", InvocationType: "Event", Payload: JSON.stringify({ source: "leasehold.wake" }) }));
+      const route = createAcmeApp(() => new pg.Pool({ connectionString: databaseUrl, max: 1 }), "acme_jobs", wake);
+      const res = await route.request("/signup", {
+        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "ada@example.com", name: "Ada" }),
+      });
+      expect(res.status).toBe(201);
+      const { jobId } = (await res.json()) as { jobId: string };
+
+      let job: { status: string; result?: unknown } = { status: "queued" };
+      const deadline = Date.now() + 60_000;
+      while (job.status !== "succeeded" && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 300));
+        job = (await (await fetch(`${apiUrl}/v1/jobs/${jobId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as typeof job;
+      }
+      expect(job).toMatchObject({ status: "succeeded", result: { sent: "ada@example.com" } });
+      lambda.destroy();
+
+      // The app's schema, from its config: nothing in the default one.
+      const db = new pg.Client({ connectionString: databaseUrl });
+      await db.connect();
+      try {
+        const schemas = (await db.query<{ nspname: string }>("select nspname from pg_namespace where nspname in ('acme_jobs', 'leasehold')")).rows;
+        expect(schemas.map((r) => r.nspname)).toEqual(["acme_jobs"]);
+      } finally {
+        await db.end();
+      }
+    }, 120_000);
+
+    it("`npx leasehold enqueue` and `npx leasehold stats` in the app's directory use the app's jobs, config and schema", async () => {
+      const env = { ...process.env, DATABASE_URL: `postgres://postgres:leasehold@127.0.0.1:${pgPort}/postgres`, LEASEHOLD_SCHEMA: "" };
+      await run("npx", ["leasehold", "enqueue", "acme.welcome", JSON.stringify({ email: "bob@example.com", name: "Bob" }), "--delay", "1h"], { cwd: app, env });
+      const refused = await run("npx", ["leasehold", "enqueue", "acme.welcome", JSON.stringify({ email: "not-an-email", name: "Bob" })], { cwd: app, env })
+        .then(() => null, (e: { code: number; stderr: string }) => e);
+      expect(refused?.code).toBe(2);
+      expect(refused?.stderr).toMatch(/email/);
+      const { stdout } = await run("npx", ["leasehold", "stats", "--json"], { cwd: app, env });
+      const stats = JSON.parse(stdout) as { queues: { queue: string; delayed: number; unserved: number }[] };
+      expect(stats.queues).toEqual([expect.objectContaining({ queue: "default", delayed: 1, unserved: 0 })]);
+    }, 60_000);
+  });
+});
