@@ -1,8 +1,10 @@
+import { buildSync } from "esbuild";
 import { createHash } from "node:crypto";
-import { join, resolve } from "node:path";
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { functionSpecs, type Config, type FunctionSpec } from "../shared/config.ts";
-import { entryHandler, writeEntries } from "../functions/entries.ts";
+import { ENTRY_KINDS, entryHandler, writeEntries } from "../functions/entries.ts";
 
 /** This package's handler factories, as a path (local runs import them directly). */
 const FACTORIES = fileURLToPath(new URL(`../functions/lambda${import.meta.url.endsWith(".js") ? ".js" : ".ts"}`, import.meta.url));
@@ -10,14 +12,44 @@ const FACTORIES = fileURLToPath(new URL(`../functions/lambda${import.meta.url.en
 /**
  * The functions of an app as the local Lambda runtime runs them: the entries
  * the SST component deploys (functions/entries.ts), written for this config
- * and jobs module under `<root>/.leasehold/local/<hash>/`, with handler
- * strings relative to `root`.
+ * and jobs module under `<root>/.leasehold/local/<hash>/`, then bundled
+ * with esbuild as `sst deploy` bundles them (one ES module per function,
+ * dependencies included), so a local cold start loads what a Lambda cold
+ * start loads, as fast. Rebuilt on every start: edits to the jobs show up.
+ * Each build lands in a directory named by its content, moved into place
+ * whole, so stacks starting at once never read each other's half-written files.
  */
 export function localFunctions(o: { root: string; config: Config; jobsModule: string }): FunctionSpec[] {
   const jobsModule = resolve(o.root, o.jobsModule);
   const hash = createHash("sha256").update(JSON.stringify([o.config, jobsModule])).digest("hex").slice(0, 16);
   const dir = join(o.root, ".leasehold", "local", hash);
   const files = writeEntries({ dir, jobsModule, config: o.config, factories: FACTORIES });
-  const dirHandler = entryHandler(o.root, files.runner).replace(/\/runner\.handler$/, "");
-  return functionSpecs(o.config, dirHandler);
+  const built = buildSync({
+    write: false,
+    entryPoints: Object.keys(ENTRY_KINDS).map((kind) => ({ in: files[kind as keyof typeof ENTRY_KINDS], out: kind })),
+    outdir: join(dir, "out"),
+    outExtension: { ".js": ".mjs" },
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    // CommonJS dependencies (the AWS SDK, pg) require() Node's built-ins.
+    banner: { js: "import { createRequire as __leaseholdRequire } from 'node:module'; const require = __leaseholdRequire(import.meta.url);" },
+    external: ["pg-native", "bufferutil", "utf-8-validate"],
+    logLevel: "error",
+  });
+  const digest = createHash("sha256");
+  for (const f of built.outputFiles) digest.update(basename(f.path)).update(f.contents);
+  const bundles = join(dir, `bundle-${digest.digest("hex").slice(0, 16)}`);
+  if (!existsSync(bundles)) {
+    const staging = `${bundles}.${process.pid}.tmp`;
+    mkdirSync(staging, { recursive: true });
+    for (const f of built.outputFiles) writeFileSync(join(staging, basename(f.path)), f.contents);
+    try {
+      renameSync(staging, bundles);
+    } catch {
+      rmSync(staging, { recursive: true, force: true }); // another stack moved the same build in first
+    }
+  }
+  return functionSpecs(o.config, entryHandler(o.root, join(bundles, "runner.mjs")).replace(/\/runner\.handler$/, ""));
 }

@@ -88,5 +88,5 @@ export function writeEntries(o: EntryOptions & { edgeFactories?: string }): Reco
 
 /** The handler string Lambda (and the local runtime) takes: `<dir relative to root>/<kind>.handler`. */
 export function entryHandler(root: string, file: string): string {
-  return `${specifier(root, dirname(file)).replace(/^\.\//, "")}/${file.slice(dirname(file).length + 1).replace(/\.ts$/, "")}.handler`;
+  return `${specifier(root, dirname(file)).replace(/^\.\//, "")}/${file.slice(dirname(file).length + 1).replace(/\.[cm]?[jt]s$/, "")}.handler`;
 }
