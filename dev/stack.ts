@@ -2,7 +2,7 @@ import { serve, type ServerType } from "@hono/node-server";
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { CreateScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
@@ -16,39 +16,20 @@ import { functionArn } from "./lambda/lambda-env.ts";
 import { migrate } from "../shared/migrate.ts";
 import { servingRules } from "../shared/serving.ts";
 import { portTaken, startEmbeddedPostgres, type RunningPostgres } from "./embedded-postgres.ts";
+import { DEV_DATA_DIR, DEV_STATE_FILE, type DevStackState } from "./state.ts";
 import { startLambdaRuntime, type LambdaRuntime } from "./lambda/runtime.ts";
 import { startWsRelay } from "./ws-relay.ts";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /**
  * Where the embedded Postgres of `npm run dev` would rather listen (taken, by
- * another checkout's stack say, a free port is used instead) and where it keeps
- * its data: in this checkout, so each checkout has its own.
+ * another checkout's stack say, a free port is used instead). Its data is in
+ * DEV_DATA_DIR, in this checkout.
  */
 export const DEV_PG_PORT = Number(process.env.LEASEHOLD_DEV_PG_PORT || 54329);
-export const DEV_DATA_DIR = process.env.LEASEHOLD_DEV_DATA_DIR || join(ROOT, ".dev-data", "pg");
+export { DEV_DATA_DIR, DEV_STATE_FILE, readDevStackState, type DevStackState } from "./state.ts";
 /** The API's port when none is given. */
 export const DEV_API_PORT = 8787;
-/** Written while a dev stack runs (next to its data): its URLs, for tools such as the CLI. */
-export const DEV_STATE_FILE = join(dirname(DEV_DATA_DIR), "stack.json");
-
-export interface DevStackState {
-  pid: number;
-  apiUrl: string;
-  lambdaUrl: string;
-  databaseUrl: string;
-}
-
-/** The running dev stack's state, or null when none runs (its process is gone). */
-export function readDevStackState(file = DEV_STATE_FILE): DevStackState | null {
-  try {
-    const state = JSON.parse(readFileSync(file, "utf8")) as DevStackState;
-    process.kill(state.pid, 0);
-    return state;
-  } catch {
-    return null;
-  }
-}
 
 /** The dev stack cannot start for a reason the user can fix; the message is one line. */
 export class DevStackError extends Error {

@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { chmod, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../dev/embedded-postgres.ts";
 
@@ -188,6 +189,11 @@ describe("npm run dev", () => {
     expect(new URL(stateA.databaseUrl).port).toBe(String(pgPort));
     expect(new URL(stateB.databaseUrl).port).not.toBe(String(pgPort));
     for (const port of [apiA, apiB]) expect((await fetch(`http://127.0.0.1:${port}/dashboard`)).status).toBe(200);
+    // Each checkout's CLI finds its own stack's Postgres.
+    const cli = await promisify(execFile)(process.execPath, ["cli/bin.mjs", "--help"], {
+      env: { ...process.env, DATABASE_URL: "", LEASEHOLD_DEV_PG_PORT: "", LEASEHOLD_DEV_DATA_DIR: join(b.dataDir, "pg") },
+    });
+    expect(cli.stdout).toContain(stateB.databaseUrl.replace(":leasehold@", ":***@"));
 
     // A second stack on the first one's data (the same checkout twice) is refused in one line.
     const twice = await startDev({ PORT: String(await freePort()) }, { direct: true, dataDir: a.dataDir });
