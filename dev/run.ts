@@ -52,6 +52,11 @@ export async function runDevStack(options: RunDevStackOptions = {}): Promise<voi
   try {
     stack = await startDevStack(stackOptions);
   } catch (err) {
+    if (stopping) {
+      // Interrupted while starting (the signal may have reached a setup step such as initdb): what started was closed.
+      process.stdout.write("stopped\n");
+      process.exit(0);
+    }
     if (err instanceof DevStackError || err instanceof PostgresStartError) {
       console.error(`${name}: ${err.message}`);
       process.exit(1);
