@@ -101,7 +101,12 @@ export async function startEmbeddedPostgres(options: { dataDir?: string; port?: 
     server = null;
     if (s) await stopProcess(s);
   };
-  await start();
+  try {
+    await start();
+  } catch (err) {
+    if (temporary) await rm(databaseDir, { recursive: true, force: true });
+    throw err;
+  }
   // The parent's last word, whichever way it ends (a crash included): a server nobody stops is an orphan.
   const onExit = () => {
     if (server?.pid && server.exitCode === null && server.signalCode === null) process.kill(server.pid, "SIGINT");
