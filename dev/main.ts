@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { startDemoTraffic } from "./demo-traffic.ts";
-import { startDevStack } from "./stack.ts";
+import { runDevStack } from "./run.ts";
 
 /**
  * `npm run dev`: the whole system locally. Honours PORT, DATABASE_URL and
@@ -15,16 +15,16 @@ const { values } = parseArgs({
   },
 });
 
-const stack = await startDevStack({
+await runDevStack({
+  name: "npm run dev",
   databaseUrl: process.env.DATABASE_URL || undefined,
-  port: process.env.PORT ? Number(process.env.PORT) : 8787,
+  port: process.env.PORT ? Number(process.env.PORT) : undefined,
   apiToken: process.env.LEASEHOLD_API_TOKEN || undefined,
   jobsModule: values.jobs,
   onLog: values.verbose ? (fn, line) => console.log(`[${fn}] ${line}`) : undefined,
-});
-const demo = values["no-demo"] || values.jobs ? null : startDemoTraffic(stack.apiUrl, stack.apiToken);
-
-console.log(`
+  onReady(stack) {
+    const demo = values["no-demo"] || values.jobs ? null : startDemoTraffic(stack.apiUrl, stack.apiToken);
+    console.log(`
 Leasehold is running.
   dashboard   ${stack.dashboardUrl}
   API         ${stack.apiUrl}   (Authorization: Bearer ${stack.apiToken})
@@ -33,16 +33,6 @@ Leasehold is running.
   CLI wakes   export LEASEHOLD_SCHEDULER_FUNCTION=scheduler AWS_ENDPOINT_URL_LAMBDA=${stack.lambdaUrl} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 ${demo ? "Example jobs are being enqueued (--no-demo to stop that); the crashing one ends dead after 3 rescues." : ""}
 Ctrl-C stops everything.`);
-
-let stopping = false;
-const stop = async () => {
-  if (stopping) return;
-  stopping = true;
-  console.log("stopping...");
-  demo?.stop();
-  await stack.close();
-  console.log("stopped");
-  process.exit(0);
-};
-process.on("SIGINT", stop);
-process.on("SIGTERM", stop);
+    return demo ?? undefined;
+  },
+});
