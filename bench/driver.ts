@@ -2,18 +2,29 @@ import { execFileSync } from "node:child_process";
 import os from "node:os";
 import { buildChildren } from "./children.ts";
 import { serverInfo, type ServerInfo } from "./db.ts";
-import { graphile } from "./graphile.ts";
 import { waitQuiet } from "./hostload.ts";
 import { DEFAULT_POOL_SIZE, leasehold } from "./leasehold.ts";
 import { startLatencyRelay } from "./latency-relay.ts";
-import type { Lib, LibId } from "./lib.ts";
-import { pgboss } from "./pgboss.ts";
+import { LIB_IDS, type Lib, type LibId } from "./lib.ts";
 import type { BenchContext, Phase, Raw, Sizes } from "./phases.ts";
 import { round, stat, type Stat } from "./stats.ts";
 
 /** Runs a plan of phases, interleaved over runs, and returns the results object the report reads. */
 
-export const LIBS: Record<LibId, Lib> = { leasehold, graphile, pgboss };
+/**
+ * A library under test. The peers are imported only when measured: they live
+ * in bench/node_modules, installed by `npm run bench` (bench/install-peers.mjs),
+ * not by the main install.
+ */
+export async function loadLib(id: LibId): Promise<Lib> {
+  if (id === "leasehold") return leasehold;
+  try {
+    return id === "graphile" ? (await import("./graphile.ts")).graphile : (await import("./pgboss.ts")).pgboss;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ERR_MODULE_NOT_FOUND") throw err;
+    throw new Error(`${id}: the benchmark's peers are not installed (${(err as Error).message}); npm run bench installs them, or: node bench/install-peers.mjs`);
+  }
+}
 
 export interface BenchOptions {
   adminDsn: string;
@@ -102,7 +113,8 @@ async function measureRtt(dsn: string, samples = 50): Promise<number> {
 
 export async function runBench(options: BenchOptions): Promise<BenchResults> {
   const log = options.log ?? (() => {});
-  const libs = options.libs ?? (Object.keys(LIBS) as LibId[]);
+  const libs = options.libs ?? [...LIB_IDS];
+  const LIBS = Object.fromEntries(await Promise.all(libs.map(async (id) => [id, await loadLib(id)] as const))) as Record<LibId, Lib>;
   const needsRelay = options.plan.some((p) => p.name.startsWith("net-"));
   const delay = options.relayDelayMs ?? 2;
   const admin = new URL(options.adminDsn);

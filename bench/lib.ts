@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { LedgerSummary, HopStats } from "./stats.ts";
 
 /** What the driver needs of each library under test. (`version` is read lazily: worker children run from a bundle elsewhere.) */
@@ -57,7 +57,9 @@ export interface HopResult extends HopStats {
   peak_rss_mib: number;
 }
 
+/** The installed version of `name`: a peer's in bench/node_modules, else the main install's. */
 export function pkgVersion(name: string): string {
-  const url = new URL(`../node_modules/${name}/package.json`, import.meta.url);
+  const peer = new URL(`./node_modules/${name}/package.json`, import.meta.url);
+  const url = existsSync(peer) ? peer : new URL(`../node_modules/${name}/package.json`, import.meta.url);
   return (JSON.parse(readFileSync(url, "utf8")) as { version: string }).version;
 }

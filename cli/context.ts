@@ -10,12 +10,16 @@ import type { RecurringJob } from "../shared/recurring.ts";
 import { CliError, EXIT, usageError } from "./errors.ts";
 import { lambdaClient } from "../functions/aws.ts";
 import { atFallback, createSchedulerWaker } from "../functions/waker.ts";
+import { readDevStackState } from "../dev/state.ts";
 
 /**
  * The dev stack's embedded Postgres (`npm run dev`; port and password as in
  * `dev/stack.ts` and `dev/embedded-postgres.ts`): the default when DATABASE_URL is unset.
+ * While this checkout's stack runs, its own URL (its port may not be 54329: another
+ * checkout's stack may have that one).
  */
-export const DEV_DATABASE_URL = `postgres://postgres:leasehold@127.0.0.1:${process.env.LEASEHOLD_DEV_PG_PORT || 54329}/postgres`;
+export const DEV_DATABASE_URL = readDevStackState()?.databaseUrl
+  ?? `postgres://postgres:leasehold@127.0.0.1:${process.env.LEASEHOLD_DEV_PG_PORT || 54329}/postgres`;
 /** A CLI run needs few connections; retry-all uses them in parallel. */
 const POOL_SIZE = 4;
 const CONNECT_TIMEOUT_MS = 10_000;

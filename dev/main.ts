@@ -1,12 +1,12 @@
 import { parseArgs } from "node:util";
 import { startDemoTraffic } from "./demo-traffic.ts";
-import { runDev } from "./run.ts";
+import { readyBanner, runDevStack } from "./run.ts";
 
 /**
  * `npm run dev`: the whole system locally, for this repository's own app
- * (leasehold.config.ts). `--jobs <module>` runs other job types;
- * `--no-demo` starts without the example traffic. An app runs the same with
- * `npx leasehold dev`.
+ * (leasehold.config.ts). Honours PORT, DATABASE_URL and LEASEHOLD_API_TOKEN;
+ * `--jobs <module>` runs other job types; `--no-demo` starts without the
+ * example traffic. An app runs the same with `npx leasehold dev`.
  */
 const { values } = parseArgs({
   options: {
@@ -16,9 +16,16 @@ const { values } = parseArgs({
   },
 });
 
-const demo = !values["no-demo"] && !values.jobs;
-await runDev({
+await runDevStack({
+  name: "npm run dev",
+  databaseUrl: process.env.DATABASE_URL || undefined,
+  port: process.env.PORT ? Number(process.env.PORT) : undefined,
+  apiToken: process.env.LEASEHOLD_API_TOKEN || undefined,
   jobsModule: values.jobs,
-  demo: demo ? (stack) => startDemoTraffic(stack.apiUrl, stack.apiToken) : undefined,
-  verbose: values.verbose,
+  onLog: values.verbose ? (fn, line) => console.log(`[${fn}] ${line}`) : undefined,
+  onReady(stack) {
+    const demo = values["no-demo"] || values.jobs ? null : startDemoTraffic(stack.apiUrl, stack.apiToken);
+    console.log(readyBanner(stack, demo ? "Example jobs are being enqueued (--no-demo to stop that); the crashing one ends dead after 3 rescues." : ""));
+    return demo ?? undefined;
+  },
 });

@@ -1,33 +1,78 @@
-import type { Config } from "../shared/config.ts";
-import { startDevStack, type DevStack } from "./stack.ts";
+import { PostgresStartError } from "./embedded-postgres.ts";
+import { DevStackError, startDevStack, type DevStack, type DevStackOptions } from "./stack.ts";
 
-export interface RunDevOptions {
-  /** The app's root (its leasehold.config.ts, its jobs module). */
-  root?: string;
-  config?: Config;
-  jobsModule?: string;
-  /** Started once the stack is up (this repository's example traffic); returns its stop. */
-  demo?: (stack: DevStack) => { stop(): void };
-  verbose: boolean;
+export interface RunDevStackOptions extends DevStackOptions {
+  /** Called once the stack is up (print its URLs, start traffic); its result is stopped first at shutdown. */
+  onReady?(stack: DevStack): { stop(): void } | void;
+  /** How the command is named in messages. */
+  name?: string;
+  /** Longest a shutdown may take before the process gives up on it (exit 1). */
+  stopTimeoutMs?: number;
 }
 
 /**
- * `npm run dev` and `leasehold dev`: the whole system locally, until Ctrl-C.
- * Honours PORT, DATABASE_URL and LEASEHOLD_API_TOKEN.
+ * Runs the dev stack as a command: until Ctrl-C (SIGINT) or SIGTERM, which
+ * stop it (the API, the functions, then Postgres) and exit 0 after one line.
+ * A problem the user can fix at start (a port in use, Postgres data held by
+ * another stack) is one line on stderr and exit 1, with nothing left
+ * running. Signals are handled from the first moment: one that arrives while
+ * the stack starts stops it as soon as it is up.
  */
-export async function runDev(o: RunDevOptions): Promise<void> {
-  const stack = await startDevStack({
-    root: o.root,
-    config: o.config,
-    databaseUrl: process.env.DATABASE_URL || undefined,
-    port: process.env.PORT ? Number(process.env.PORT) : 8787,
-    apiToken: process.env.LEASEHOLD_API_TOKEN || undefined,
-    jobsModule: o.jobsModule,
-    onLog: o.verbose ? (fn, line) => console.log(`[${fn}] ${line}`) : undefined,
-  });
-  const demo = o.demo ? o.demo(stack) : null;
+export async function runDevStack(options: RunDevStackOptions = {}): Promise<void> {
+  const { onReady, name = "leasehold dev", stopTimeoutMs = 20_000, ...stackOptions } = options;
+  let stack: DevStack | null = null;
+  let extra: { stop(): void } | void;
+  let stopping = false;
 
-  console.log(`
+  const stop = async () => {
+    if (stopping || !stack) {
+      stopping = true; // while starting: stopped as soon as it is up
+      return;
+    }
+    stopping = true;
+    process.stdout.write("stopping... ");
+    const timer = setTimeout(() => {
+      process.stdout.write(`did not stop within ${stopTimeoutMs / 1000} s\n`);
+      process.exit(1);
+    }, stopTimeoutMs);
+    timer.unref();
+    try {
+      extra?.stop();
+      await stack.close();
+      process.stdout.write("stopped\n");
+      process.exit(0);
+    } catch (err) {
+      process.stdout.write(`failed: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+
+  try {
+    stack = await startDevStack(stackOptions);
+  } catch (err) {
+    if (stopping) {
+      // Interrupted while starting (the signal may have reached a setup step such as initdb): what started was closed.
+      process.stdout.write("stopped\n");
+      process.exit(0);
+    }
+    if (err instanceof DevStackError || err instanceof PostgresStartError) {
+      console.error(`${name}: ${err.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  if (stopping) {
+    stopping = false;
+    return stop();
+  }
+  extra = onReady?.(stack);
+}
+
+/** What `npm run dev` and `leasehold dev` print once the stack is up. */
+export function readyBanner(stack: DevStack, note = ""): string {
+  return `
 Leasehold is running.
   dashboard   ${stack.dashboardUrl}
   API         ${stack.apiUrl}   (Authorization: Bearer ${stack.apiToken})
@@ -35,19 +80,6 @@ Leasehold is running.
   Postgres    ${stack.databaseUrl.replace(/:[^:@/]+@/, ":***@")}
   job types   ${[...stack.registry.keys()].join(", ")}
   CLI wakes   export LEASEHOLD_SCHEDULER_FUNCTION=scheduler AWS_ENDPOINT_URL_LAMBDA=${stack.lambdaUrl} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
-${demo ? "Example jobs are being enqueued (--no-demo to stop that); the crashing one ends dead after 3 rescues." : ""}
-Ctrl-C stops everything.`);
-
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    console.log("stopping...");
-    demo?.stop();
-    await stack.close();
-    console.log("stopped");
-    process.exit(0);
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+${note}
+Ctrl-C stops everything.`;
 }

@@ -2,7 +2,8 @@ import { serve, type ServerType } from "@hono/node-server";
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { CreateScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
 import { randomBytes } from "node:crypto";
-import { join, resolve } from "node:path";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
 import { createSchedulerWaker } from "../functions/waker.ts";
@@ -16,19 +17,38 @@ import type { RecurringJob } from "../shared/recurring.ts";
 import { functionArn } from "./lambda/lambda-env.ts";
 import { migrate } from "../shared/migrate.ts";
 import { servingRules } from "../shared/serving.ts";
-import { startEmbeddedPostgres, type RunningPostgres } from "./embedded-postgres.ts";
+import { portTaken, startEmbeddedPostgres, type RunningPostgres } from "./embedded-postgres.ts";
+import { DEV_DATA_DIR, DEV_STATE_FILE, type DevStackState } from "./state.ts";
 import { startLambdaRuntime, type LambdaRuntime } from "./lambda/runtime.ts";
 import { startWsRelay } from "./ws-relay.ts";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
-/** Where the embedded Postgres of `npm run dev` listens and keeps its data. */
-export const DEV_PG_PORT = Number(process.env.LEASEHOLD_DEV_PG_PORT ?? 54329);
-export const DEV_DATA_DIR = process.env.LEASEHOLD_DEV_DATA_DIR ?? join(ROOT, ".dev-data", "pg");
+/**
+ * Where the embedded Postgres of `npm run dev` would rather listen (taken, by
+ * another checkout's stack say, a free port is used instead). Its data is in
+ * DEV_DATA_DIR, in this checkout.
+ */
+export const DEV_PG_PORT = Number(process.env.LEASEHOLD_DEV_PG_PORT || 54329);
+export { DEV_DATA_DIR, DEV_STATE_FILE, readDevStackState, type DevStackState } from "./state.ts";
+/** The API's port when none is given. */
+export const DEV_API_PORT = 8787;
+
+/** The dev stack cannot start for a reason the user can fix; the message is one line. */
+export class DevStackError extends Error {
+  override name = "DevStackError";
+}
+
+/** The API's port is taken. */
+export class PortInUseError extends DevStackError {
+  constructor(readonly port: number, hint = `PORT=${port + 1} npm run dev`) {
+    super(`port ${port} is already in use (another dev stack?): choose another API port, e.g. ${hint}`);
+  }
+}
 
 export interface DevStackOptions {
   /** An existing Postgres; default: embedded, data in .dev-data/. */
   databaseUrl?: string;
-  /** API port; 0 picks a free one. */
+  /** API port (default 8787); 0 picks a free one. A taken port fails with a PortInUseError, before anything starts. */
   port?: number;
   /** Fixed API token (for scripts); default: a fresh random one. */
   apiToken?: string;
@@ -41,6 +61,8 @@ export interface DevStackOptions {
   schema?: string;
   /** Every line a function prints. */
   onLog?: (fn: string, line: string) => void;
+  /** How to ask for another API port, in the PortInUseError message (default: `PORT=<port> npm run dev`). */
+  portHint?: (port: number) => string;
 }
 
 export interface DevStack {
@@ -65,10 +87,12 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
   const close = async () => {
     for (const c of closers.reverse()) await c().catch(() => {});
   };
+  const apiPort = options.port ?? DEV_API_PORT;
+  if (apiPort !== 0 && (await portTaken(apiPort))) throw new PortInUseError(apiPort, options.portHint?.(apiPort + 1));
   try {
     let postgres: RunningPostgres | null = null;
     if (!options.databaseUrl) {
-      postgres = await startEmbeddedPostgres({ dataDir: DEV_DATA_DIR, port: DEV_PG_PORT });
+      postgres = await startEmbeddedPostgres({ dataDir: DEV_DATA_DIR, port: DEV_PG_PORT, anyPort: true });
       closers.push(() => postgres!.stop());
     }
     const databaseUrl = options.databaseUrl ?? postgres!.url;
@@ -126,12 +150,23 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
     }
     eventBridge.destroy();
     const app = createApp({ registry, recurring, token: apiToken, waker, store: { db: pool, schema }, serving: servingRules(config) });
-    const server: ServerType = await new Promise((done) => {
-      const s = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname: "127.0.0.1" }, () => done(s));
+    const server: ServerType = await new Promise((done, fail) => {
+      const s = serve({ fetch: app.fetch, port: apiPort, hostname: "127.0.0.1" }, () => done(s));
+      s.once("error", (err: NodeJS.ErrnoException) => fail(err.code === "EADDRINUSE" ? new PortInUseError(apiPort, options.portHint?.(apiPort + 1)) : err));
     });
-    closers.push(() => new Promise((done) => server.close(done)));
+    closers.push(() => new Promise((done) => {
+      server.close(done);
+      (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+    }));
     const { port } = server.address() as { port: number };
     const apiUrl = `http://127.0.0.1:${port}`;
+    if (postgres) {
+      // Only the embedded Postgres's stack: the one this checkout's tools default to.
+      const state: DevStackState = { pid: process.pid, apiUrl, lambdaUrl: runtime.url, databaseUrl };
+      mkdirSync(dirname(DEV_STATE_FILE), { recursive: true });
+      writeFileSync(DEV_STATE_FILE, `${JSON.stringify(state, null, 2)}\n`);
+      closers.push(async () => rmSync(DEV_STATE_FILE, { force: true }));
+    }
     return {
       apiUrl,
       dashboardUrl: `${apiUrl}/dashboard#token=${encodeURIComponent(apiToken)}`,

@@ -1,9 +1,10 @@
 /**
  * The dashboard in a real browser: headless Chromium (Debian's, driven by
  * playwright-core) against the API served on 127.0.0.1, on a test schema.
- * Screenshots go to test/artifacts/ (git-ignored).
+ * Screenshots go to test/artifacts/ (git-ignored). Without a browser (see
+ * test/support/chromium.ts), one test fails and says how to install one.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { serve, type ServerType } from "@hono/node-server";
@@ -15,9 +16,10 @@ import { generateToken } from "../functions/api/auth.ts";
 import { enqueue } from "../shared/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
 import { runWorker } from "../shared/worker.ts";
+import { findChromium } from "./support/chromium.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
+const chromiumFound = findChromium();
 const ARTIFACTS = fileURLToPath(new URL("./artifacts/", import.meta.url));
 const QUEUE = "dashboard-e2e";
 const token = generateToken();
@@ -54,7 +56,14 @@ const registry = createRegistry([flaky, quick, later]);
 const newer = defineJob({ name: "report.monthly", schema: z.object({}), queue: "reports", handler: () => {} });
 const payload = { orderId: "A-17", note: "<img src=x onerror=alert(1)> & friends" };
 
-describe("the dashboard in Chromium", () => {
+if ("error" in chromiumFound) {
+  describe("the dashboard in Chromium", () => {
+    it("needs a Chromium to run in", () => {
+      throw new Error(chromiumFound.error);
+    });
+  });
+} else describe("the dashboard in Chromium", () => {
+  const CHROMIUM = chromiumFound.path;
   let t: TestDb;
   let server: ServerType;
   let base: string;
@@ -68,9 +77,6 @@ describe("the dashboard in Chromium", () => {
     runWorker({ store: t, registry, queues: [QUEUE], runnerId, slots: 4, idleMs: 300, pollMs: 20 });
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`Chromium is not at ${CHROMIUM}: the browser test needs it (Debian: apt-get install chromium)`);
-    }
     mkdirSync(ARTIFACTS, { recursive: true });
     t = await createTestDb("pg");
     const app = createApp({ store: t, registry, token, serving: new Map([[QUEUE, 60_000], ["reports", 60_000]]) });

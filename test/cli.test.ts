@@ -43,7 +43,8 @@ describe("the leasehold CLI", () => {
     new Promise<Run>((resolve, reject) => {
       const child = spawn(process.execPath, [BIN, ...args], {
         cwd: options.cwd ?? tmp,
-        env: { ...process.env, DATABASE_URL: databaseUrl(), LEASEHOLD_SCHEMA: t.schema, LEASEHOLD_DEV_PG_PORT: "", ...options.env },
+        // No dev stack's state (one may run in this checkout): the help shows the fixed default.
+        env: { ...process.env, DATABASE_URL: databaseUrl(), LEASEHOLD_SCHEMA: t.schema, LEASEHOLD_DEV_PG_PORT: "", LEASEHOLD_DEV_DATA_DIR: join(tmp, "no-dev-stack", "pg"), ...options.env },
       });
       let stdout = "";
       let stderr = "";

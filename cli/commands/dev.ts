@@ -1,4 +1,4 @@
-import { runDev } from "../../dev/run.ts";
+import { readyBanner, runDevStack } from "../../dev/run.ts";
 import { option, type Command } from "../command.ts";
 import { expectPositionals } from "../args.ts";
 
@@ -18,7 +18,17 @@ Options:
   options: { verbose: { type: "boolean" } },
   async run(ctx, positionals, values) {
     expectPositionals(positionals, []);
-    await runDev({ root: process.cwd(), config: ctx.config, jobsModule: option(values, "jobs"), verbose: values.verbose === true });
-    await new Promise(() => {}); // until Ctrl-C (runDev exits the process)
+    await runDevStack({
+      name: "leasehold dev",
+      root: process.cwd(),
+      config: ctx.config,
+      jobsModule: option(values, "jobs"),
+      databaseUrl: process.env.DATABASE_URL || undefined,
+      port: process.env.PORT ? Number(process.env.PORT) : undefined,
+      apiToken: process.env.LEASEHOLD_API_TOKEN || undefined,
+      onLog: values.verbose === true ? (fn, line) => console.log(`[${fn}] ${line}`) : undefined,
+      onReady: (stack) => void console.log(readyBanner(stack)),
+    });
+    await new Promise(() => {}); // until Ctrl-C: runDevStack stops the stack and exits
   },
 };

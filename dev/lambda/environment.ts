@@ -66,6 +66,10 @@ export function spawnEnvironment(options: EnvironmentOptions): Environment {
     cwd: options.rootDir,
     env: options.env,
     stdio: ["ignore", "pipe", "pipe", "ipc"],
+    // A process group of its own, as the parent's children: a Ctrl-C in the
+    // terminal reaches the parent alone, which ends each one in its order.
+    // One whose parent dies exits on the IPC channel's disconnect.
+    detached: true,
   });
   const spawnedAt = performance.now();
   let alive = true;
