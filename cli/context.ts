@@ -126,7 +126,13 @@ export async function loadRegistry(file: string): Promise<Registry> {
   return exported.registry as Registry;
 }
 
-export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = process.env, config: Config = defineConfig({})): Context {
+/**
+ * `appRoot`: the directory of the app's config (the working directory, or
+ * that of --config); the config's `jobs` is relative to it.
+ */
+export function createContext(
+  values: GlobalValues, env: NodeJS.ProcessEnv = process.env, config: Config = defineConfig({}), appRoot = process.cwd(),
+): Context {
   let settings;
   try {
     settings = resolveSettings({ given: { schema: values.schema, databaseUrl: values["database-url"] }, env, config });
@@ -136,7 +142,7 @@ export function createContext(values: GlobalValues, env: NodeJS.ProcessEnv = pro
   const given = settings.databaseUrl;
   const url = checkedUrl(given ?? DEV_DATABASE_URL);
   const schema = settings.schema;
-  const jobsModule = resolve(process.cwd(), values.jobs ?? config.jobs);
+  const jobsModule = values.jobs ? resolve(process.cwd(), values.jobs) : resolve(appRoot, config.jobs);
   const json = values.json ?? false;
   let pool: pg.Pool | null = null;
   let registry: Promise<Registry> | null = null;

@@ -1,3 +1,4 @@
+import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { cancelCommand } from "./commands/cancel.ts";
 import { enqueueCommand } from "./commands/enqueue.ts";
@@ -90,7 +91,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     } catch (err) {
       throw usageError(`config: ${(err as Error).message.split("\n")[0]}`);
     }
-    ctx = createContext(globals, process.env, config);
+    const appRoot = globals.config ? dirname(resolve(globals.config)) : process.cwd();
+    ctx = createContext(globals, process.env, config, appRoot);
     await command.run(ctx, positionals, values as Values);
     return EXIT.ok;
   } catch (err) {

@@ -16,6 +16,7 @@ import { noop } from "./support/jobs.ts";
 import { sendWelcomeEmail } from "../jobs/index.ts";
 
 const BIN = fileURLToPath(new URL("../cli/bin.mjs", import.meta.url));
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const JOBS = fileURLToPath(new URL("../jobs/index.ts", import.meta.url));
 const NOOP = fileURLToPath(new URL("./support/jobs.ts", import.meta.url));
 
@@ -42,7 +43,8 @@ describe("the leasehold CLI", () => {
   const cli = (args: string[], options: { env?: Record<string, string>; cwd?: string; input?: string } = {}) =>
     new Promise<Run>((resolve, reject) => {
       const child = spawn(process.execPath, [BIN, ...args], {
-        cwd: options.cwd ?? tmp,
+        // In the app's directory (this repository's own app: leasehold.config.ts, jobs/index.ts).
+        cwd: options.cwd ?? ROOT,
         // No dev stack's state (one may run in this checkout): the help shows the fixed default.
         env: { ...process.env, DATABASE_URL: databaseUrl(), LEASEHOLD_SCHEMA: t.schema, LEASEHOLD_DEV_PG_PORT: "", LEASEHOLD_DEV_DATA_DIR: join(tmp, "no-dev-stack", "pg"), ...options.env },
       });
@@ -192,11 +194,12 @@ describe("the leasehold CLI", () => {
 import { createRegistry, defineJob } from ${JSON.stringify(core)};
 export const registry = createRegistry([defineJob({ name: "ping", schema: z.object({ n: z.number() }), handler: () => {} })]);\n`);
     writeFileSync(join(tmp, "empty.ts"), "export const nothing = 1;\n");
+    // In an app directory with no leasehold.config.ts: every default, --jobs relative to it.
     const [ok, bad, none, missing] = await Promise.all([
-      cli(["enqueue", "ping", '{"n":1}', "--jobs", "jobs.ts", "--json"]),
-      cli(["enqueue", "ping", '{"n":"one"}', "--jobs", "jobs.ts"]),
-      cli(["enqueue", "ping", '{"n":1}', "--jobs", "empty.ts"]),
-      cli(["enqueue", "ping", '{"n":1}', "--jobs", "nope.ts"]),
+      cli(["enqueue", "ping", '{"n":1}', "--jobs", "jobs.ts", "--json"], { cwd: tmp }),
+      cli(["enqueue", "ping", '{"n":"one"}', "--jobs", "jobs.ts"], { cwd: tmp }),
+      cli(["enqueue", "ping", '{"n":1}', "--jobs", "empty.ts"], { cwd: tmp }),
+      cli(["enqueue", "ping", '{"n":1}', "--jobs", "nope.ts"], { cwd: tmp }),
     ]);
     expect(ok.json).toMatchObject({ name: "ping", payload: { n: 1 } });
     expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining("payload.n:") });
@@ -282,14 +285,14 @@ export const registry = createRegistry([defineJob({ name: "ping", schema: z.obje
     expect(missing.code).toBe(3);
   });
 
-  it("shows per-queue stats, from any working directory", async () => {
+  it("shows per-queue stats, from the app's directory or from anywhere with --config", async () => {
     await killOne("stats");
     await enqueue(t, noop, { n: 1 }, { queue: "stats" });
     await enqueue(t, noop, { n: 2 }, { queue: "stats", delayMs: 60_000 });
-    const [human, json] = await Promise.all([cli(["stats"], { cwd: "/" }), cli(["stats", "--json"])]);
+    const [human, json] = await Promise.all([cli(["stats", "--config", join(ROOT, "leasehold.config.ts")], { cwd: "/" }), cli(["stats", "--json"])]);
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/^QUEUE\s+READY\s+UNSERVED\s+DELAYED\s+RUNNING\s+DEAD\s+OLDEST READY$/m);
-    // No runner in shared/config.ts serves "stats", and jobs/index.ts has no "noop": its ready job is unserved.
+    // No runner in the app's config serves "stats", and jobs/index.ts has no "noop": its ready job is unserved.
     expect(human.stdout).toMatch(/^stats\s+1\s+1\s+1\s+0\s+1\s+\d+s$/m);
     expect(json.json.queues).toContainEqual(expect.objectContaining({ queue: "stats", ready: 1, unserved: 1, delayed: 1, running: 0, dead: 1 }));
   });
@@ -297,19 +300,21 @@ export const registry = createRegistry([defineJob({ name: "ping", schema: z.obje
   it("counts unserved only the ready jobs no runner can claim, by --jobs and the config", async () => {
     await enqueue(t, sendWelcomeEmail, { to: "ada@example.com", name: "Ada" }, { queue: "cli-served" });
     await enqueue(t, noop, { n: 3 }, { queue: "cli-served" });
-    const served = { LEASEHOLD_CONFIG: JSON.stringify({ runners: { runner: { queues: ["cli-served"] } } }) };
-    const queue = async (args: string[], env: Record<string, string> = served) =>
-      (await cli(["stats", "--json", ...args], { env })).json.queues.find((q: { queue: string }) => q.queue === "cli-served");
+    // An app config whose runner serves "cli-served", and whose jobs are this repository's.
+    writeFileSync(join(tmp, "served.config.ts"), `export default { jobs: ${JSON.stringify(JOBS)}, runners: { runner: { queues: ["cli-served"] } } };\n`);
+    const served = ["--config", join(tmp, "served.config.ts")];
+    const queue = async (args: string[]) =>
+      (await cli(["stats", "--json", ...args])).json.queues.find((q: { queue: string }) => q.queue === "cli-served");
     // Served, but jobs/index.ts has no "noop".
-    expect(await queue([])).toMatchObject({ ready: 2, unserved: 1 });
+    expect(await queue(served)).toMatchObject({ ready: 2, unserved: 1 });
     // A module that knows "noop" too: nothing is unserved.
     writeFileSync(join(tmp, "with-noop.ts"), `import { registry as app } from ${JSON.stringify(JOBS)};
 import { noop } from ${JSON.stringify(NOOP)};
 export const registry = new Map([...app, ["noop", noop]]);
 `);
-    expect(await queue(["--jobs", "with-noop.ts"])).toMatchObject({ ready: 2, unserved: 0 });
-    // The deployment's own config serves no "cli-served": all of it is unserved.
-    expect(await queue(["--jobs", "with-noop.ts"], {})).toMatchObject({ ready: 2, unserved: 2 });
+    expect(await queue([...served, "--jobs", join(tmp, "with-noop.ts")])).toMatchObject({ ready: 2, unserved: 0 });
+    // The app's own config (leasehold.config.ts) serves no "cli-served": all of it is unserved.
+    expect(await queue(["--jobs", join(tmp, "with-noop.ts")])).toMatchObject({ ready: 2, unserved: 2 });
   });
 
   it("shows per-group stats with --groups: ready, running and the limit", async () => {
