@@ -47,3 +47,26 @@ describe("the edge consumer's configuration", () => {
     expect(defineConfig({ edge: { connectionsPerRunner: 5 } }).edge!.connectionsPerRunner).toBe(5);
   });
 });
+
+describe("one resolver for the settings several places read (shared/settings.ts)", () => {
+  it("takes a given value, then a linked secret, then the environment, then the config, then the default", async () => {
+    const { resolveSettings } = await import("../shared/settings.ts");
+    const secret = (name: string) => (name === "DatabaseUrl" ? "postgres://linked" : name === "ApiToken" ? "linked-token" : undefined);
+    const env = { DATABASE_URL: "postgres://env", LEASEHOLD_SCHEMA: "env_schema", LEASEHOLD_API_TOKEN: "env-token" };
+    expect(resolveSettings({ given: { schema: "flag_schema", databaseUrl: "postgres://flag" }, secret, env, config: { schema: "cfg" } }))
+      .toMatchObject({ schema: "flag_schema", databaseUrl: "postgres://flag", apiToken: "linked-token" });
+    expect(resolveSettings({ secret, env, config: { schema: "cfg" } })).toMatchObject({ schema: "env_schema", databaseUrl: "postgres://linked" });
+    expect(resolveSettings({ env: { LEASEHOLD_SCHEMA: "" }, config: { schema: "cfg" } })).toMatchObject({ schema: "cfg", databaseUrl: undefined, apiToken: undefined });
+    expect(resolveSettings({}).schema).toBe("leasehold");
+  });
+
+  it("refuses a schema that is not a plain identifier, naming the field and changing nothing", async () => {
+    const { resolveSettings } = await import("../shared/settings.ts");
+    expect(() => resolveSettings({ env: { LEASEHOLD_SCHEMA: 'x"; drop table jobs; --' } })).toThrow(/invalid schema name/);
+    try {
+      resolveSettings({ config: { schema: "Bad-Name" } });
+    } catch (err) {
+      expect((err as { issues: { path: string[] }[] }).issues[0]!.path).toEqual(["schema"]);
+    }
+  });
+});

@@ -5,6 +5,9 @@
  * the rescuer's metrics, until runners that know it are deployed.
  */
 import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../functions/api/app.ts";
@@ -24,11 +27,15 @@ const config = {
   wake: { precisionMs: 2_000, startLeadMs: 1_000, armSlackMs: 1_000 },
 };
 
+/** The deployment's config as an app's config file, for the CLI (`--config`). */
+const configFile = join(mkdtempSync(join(tmpdir(), "leasehold-skew-")), "leasehold.config.ts");
+writeFileSync(configFile, `export default ${JSON.stringify(config)};\n`);
+
 /** `leasehold stats --json` with the deployment's config and the job types of `jobs`. */
 const cliStats = (t: TestDb, jobs: string) =>
   new Promise<{ queue: string; ready: number; unserved: number }[]>((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, "stats", "--json", "--jobs", jobs], {
-      env: { ...process.env, DATABASE_URL: databaseUrl(), LEASEHOLD_SCHEMA: t.schema, LEASEHOLD_CONFIG: JSON.stringify(config) },
+    const child = spawn(process.execPath, [BIN, "stats", "--json", "--config", configFile, "--jobs", jobs], {
+      env: { ...process.env, DATABASE_URL: databaseUrl(), LEASEHOLD_SCHEMA: t.schema },
     });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
