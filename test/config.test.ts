@@ -63,10 +63,13 @@ describe("one resolver for the settings several places read (shared/settings.ts)
   it("refuses a schema that is not a plain identifier, naming the field and changing nothing", async () => {
     const { resolveSettings } = await import("../shared/settings.ts");
     expect(() => resolveSettings({ env: { LEASEHOLD_SCHEMA: 'x"; drop table jobs; --' } })).toThrow(/invalid schema name/);
-    try {
-      resolveSettings({ config: { schema: "Bad-Name" } });
-    } catch (err) {
-      expect((err as { issues: { path: string[] }[] }).issues[0]!.path).toEqual(["schema"]);
-    }
+    const thrown = (() => {
+      try {
+        resolveSettings({ config: { schema: "Bad-Name" } });
+      } catch (err) {
+        return err as { issues?: { path: string[] }[] };
+      }
+    })();
+    expect(thrown?.issues?.[0]?.path).toEqual(["schema"]);
   });
 });
