@@ -1,7 +1,7 @@
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { build } from "esbuild";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -23,14 +23,31 @@ const run = promisify(execFile);
 const root = fileURLToPath(new URL("..", import.meta.url));
 const platform = join(root, ".sst", "platform");
 
+/** When dist/ was last built (0: never). */
+const builtAt = () => (existsSync(join(root, "dist/.built")) ? statSync(join(root, "dist/.built")).mtimeMs : 0);
+/** The newest file the package is built from. */
+function newestSource(): number {
+  let newest = 0;
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else newest = Math.max(newest, statSync(path).mtimeMs);
+    }
+  };
+  for (const dir of ["shared", "functions", "cli", "dev", "infra", "migrations"]) walk(join(root, dir));
+  return Math.max(newest, statSync(join(root, "package.json")).mtimeMs);
+}
+
 describe("the packed package in an outside SST app", () => {
   let work: string;
   let app: string;
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "leasehold-pack-"));
     if (!existsSync(join(platform, "config.d.ts"))) await run("bash", ["scripts/check-infra.sh", "--platform-only"], { cwd: root });
-    // prepack builds dist/ (tsc, the component against SST's types) first.
-    const { stdout } = await run("npm", ["pack", "--pack-destination", work, "--json"], { cwd: root, maxBuffer: 64 << 20 });
+    // dist/ as `npm run build` (prepack) makes it: built again when a source is newer than the last build.
+    if (builtAt() < newestSource()) await run("npm", ["run", "build"], { cwd: root, maxBuffer: 64 << 20 });
+    const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", work, "--json"], { cwd: root, maxBuffer: 64 << 20 });
     const tarball = join(work, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
     app = join(work, "acme");
     cpSync(join(root, "test/fixtures/app"), app, { recursive: true });
