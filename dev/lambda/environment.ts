@@ -4,7 +4,12 @@
  * the function's timeout (SIGKILL at the deadline) and memory (V8 heap cap,
  * plus an RSS poll that kills above `memoryMb`), like Lambda does.
  */
+import { buildSync } from "esbuild";
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, renameSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
@@ -12,8 +17,35 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ChildMessage, InvokeMessage, LambdaErrorBody } from "./protocol.ts";
 
 // child.ts here, child.js in the built package.
-const CHILD_PATH = fileURLToPath(new URL(`./child${import.meta.url.slice(import.meta.url.lastIndexOf("."))}`, import.meta.url));
+const CHILD_SOURCE = fileURLToPath(new URL(`./child${import.meta.url.slice(import.meta.url.lastIndexOf("."))}`, import.meta.url));
 const TSX_LOADER_URL = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+
+/**
+ * How an environment's process starts. A handler that is plain JavaScript
+ * (a bundle, as deployed: dev/functions.ts) runs in plain Node, as on Lambda,
+ * with the bootstrap itself compiled to JavaScript once; a TypeScript handler
+ * gets the tsx loader, which would otherwise re-read a multi-megabyte bundle
+ * at every cold start.
+ */
+let plainChild: string | undefined;
+function childCommand(handler: string, rootDir: string): { execArgv: string[]; script: string } {
+  const module = handler.slice(0, handler.indexOf(".", handler.lastIndexOf("/") + 1));
+  const plain = !CHILD_SOURCE.endsWith(".ts") || [".mjs", ".js"].some((ext) => existsSync(join(rootDir, module + ext)))
+    && ![".ts", ".mts"].some((ext) => existsSync(join(rootDir, module + ext)));
+  if (!plain) return { execArgv: ["--import", TSX_LOADER_URL], script: CHILD_SOURCE };
+  if (CHILD_SOURCE.endsWith(".js")) return { execArgv: [], script: CHILD_SOURCE };
+  plainChild ??= (() => {
+    const { outputFiles } = buildSync({ entryPoints: [CHILD_SOURCE], bundle: true, platform: "node", format: "esm", write: false, logLevel: "error" });
+    const text = outputFiles[0]!.text;
+    const file = join(tmpdir(), `leasehold-lambda-child-${createHash("sha256").update(text).digest("hex").slice(0, 16)}.mjs`);
+    if (!existsSync(file)) {
+      writeFileSync(`${file}.${process.pid}`, text);
+      renameSync(`${file}.${process.pid}`, file);
+    }
+    return file;
+  })();
+  return { execArgv: [], script: plainChild };
+}
 /** Lambda gives the handler module this long to load. */
 export const INIT_TIMEOUT_MS = 10_000;
 /** Share of the function's memory given to the V8 old-space heap. */
@@ -62,7 +94,8 @@ interface Pending {
 
 export function spawnEnvironment(options: EnvironmentOptions): Environment {
   const heapMb = Math.max(32, Math.floor(options.memoryMb * HEAP_SHARE));
-  const child = spawn(process.execPath, ["--import", TSX_LOADER_URL, `--max-old-space-size=${heapMb}`, CHILD_PATH], {
+  const { execArgv, script } = childCommand(options.env._HANDLER ?? "", options.rootDir);
+  const child = spawn(process.execPath, [...execArgv, `--max-old-space-size=${heapMb}`, script], {
     cwd: options.rootDir,
     env: options.env,
     stdio: ["ignore", "pipe", "pipe", "ipc"],
