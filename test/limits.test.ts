@@ -90,7 +90,7 @@ describe("concurrency limits under concurrent claimers and killed runners (pg dr
     const queue = "oracle";
     const keys = 50;
     const limited = defineJob({
-      name: "limited", schema: payload, handler: () => {}, leaseMs: 300, backoffMs: 0, maxAttempts: 100,
+      name: "limited", schema: payload, handler: () => {}, leaseMs: 1_500, backoffMs: 0, maxAttempts: 100,
       concurrency: { limit: 2, key: (p) => p.key },
     });
     // Half the keys' jobs bunched, half interleaved: claims meet keys at and under their limit.
