@@ -3,6 +3,7 @@ import { z } from "zod";
 import { config, RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { runSession } from "../shared/session.ts";
+import { environmentLinger } from "../shared/runner/linger.ts";
 import type { WorkerSummary } from "../shared/worker.ts";
 import { createWaker } from "../shared/wake.ts";
 import { invokeAsync, lambdaClient } from "./aws.ts";
@@ -64,6 +65,7 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
       remainingMs: () => context.getRemainingTimeInMillis(),
       marginMs: RUNNER_MARGIN_MS,
       idleMs: runnerConfig.idleMs,
+      linger: runnerConfig.linger === "fixed" ? "fixed" : environmentLinger(name, runnerConfig.pollMs, runnerConfig.idleMs),
       pollMs: runnerConfig.pollMs,
       waitUntil: parsed.data.waitUntil,
       onFollowUp: () => waker.wake(),

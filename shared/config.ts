@@ -18,7 +18,7 @@ export const DEFAULT_SLOTS = 20;
 export const DEFAULT_CLAIM_BATCH = 20;
 /** Time a runner keeps back after its last lease for settling and closing. */
 export const RUNNER_MARGIN_MS = 5_000;
-/** A runner with nothing to claim for this long exits. */
+/** A runner with nothing to claim for this long exits (at most; see `linger`). */
 export const DEFAULT_RUNNER_IDLE_MS = 2_000;
 /**
  * A live runner with free slots looks for new jobs this often: what a job
@@ -37,7 +37,14 @@ const runnerSchema = z.object({
   timeoutSeconds: z.number().int().min(10).max(900).default(300),
   /** Longest lease a job on these queues may ask for. */
   maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
+  /** The longest a runner with nothing to do stays before it exits. */
   idleMs: z.number().int().positive().default(DEFAULT_RUNNER_IDLE_MS),
+  /**
+   * `adaptive`: stay only as long as the arrivals seen make another likely
+   * (an isolated job's runner leaves after one poll; a stream keeps it, up to
+   * `idleMs`); `fixed`: always `idleMs`. See shared/runner/linger.ts.
+   */
+  linger: z.enum(["adaptive", "fixed"]).default("adaptive"),
   /** How often a runner with free slots looks for new jobs. */
   pollMs: z.number().int().min(10).default(DEFAULT_RUNNER_POLL_MS),
   /** Hard cap on concurrent invocations of this runner. */
@@ -71,6 +78,7 @@ const edgeRunnerSchema = z.object({
   cpuMs: z.number().int().min(10).max(300_000).default(30_000),
   maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
   idleMs: z.number().int().positive().default(DEFAULT_RUNNER_IDLE_MS),
+  linger: z.enum(["adaptive", "fixed"]).default("adaptive"),
   pollMs: z.number().int().min(10).default(DEFAULT_RUNNER_POLL_MS),
   maxConcurrency: z.number().int().min(1).max(1_000).default(10),
 });

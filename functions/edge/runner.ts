@@ -3,6 +3,7 @@ import { z } from "zod";
 import { RUNNER_MARGIN_MS } from "../../shared/config.ts";
 import type { Registry } from "../../shared/job.ts";
 import { runSession } from "../../shared/session.ts";
+import { environmentLinger } from "../../shared/runner/linger.ts";
 import type { WorkerSummary } from "../../shared/worker.ts";
 import { tokenMatches } from "../api/auth.ts";
 import { edgeConfig, edgeLog, edgeReportDeaths, edgeSchema, edgeSecret, openEdgePool, type EdgeEnv, type WaitUntil } from "./env.ts";
@@ -62,6 +63,8 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
         remainingMs: () => runner.wallMs - (Date.now() - startedAt),
         marginMs: RUNNER_MARGIN_MS,
         idleMs: runner.idleMs,
+        // Per isolate, as a Lambda runner's per environment: arrivals seen by earlier runs count.
+        linger: runner.linger === "fixed" ? "fixed" : environmentLinger(name, runner.pollMs, runner.idleMs),
         pollMs: runner.pollMs,
         log: edgeLog,
         reportDeaths: edgeReportDeaths(env),
