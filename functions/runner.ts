@@ -16,8 +16,10 @@ import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, work
  * The runner: invoked asynchronously by the scheduler, it claims jobs of its
  * queues into a fixed number of slots, runs them under their leases, settles
  * in batches, and exits when the queue is drained (after a short idle) or
- * when its remaining time could not cover another lease. Its database pool
- * lives and dies within the invocation.
+ * when its remaining time could not cover another lease. If it leaves a job
+ * queued behind it (a retry after backoff, a release), it wakes the
+ * scheduler on its way out. Its database pool lives and dies within the
+ * invocation.
  */
 const eventSchema = z.object({
   /** Reservation id the scheduler recorded for this invocation. */
@@ -82,6 +84,10 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
       },
     });
     stale = summary.stale;
+    // A retry or a released job it leaves behind comes due with no runner
+    // left: wake the scheduler to watch it (an exit that leaves nothing wakes
+    // nothing). Sent after the runner left the fleet, so it is not counted.
+    if (summary.leftQueued > 0) waker.wake();
     logger.info("runner done", { ...summary });
     return summary;
   } finally {

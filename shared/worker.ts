@@ -40,7 +40,9 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const linger = options.linger instanceof Linger ? options.linger : new Linger(clock, { minMs: pollMs, maxMs: idleMs });
   const lingerMs = () => (options.linger === undefined || options.linger === "fixed" ? idleMs : linger.ms());
   const log = options.log ?? silent;
-  const summary: WorkerSummary = { claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, stale: 0, exit: "idle" };
+  const summary: WorkerSummary = { claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, stale: 0, leftQueued: 0, exit: "idle" };
+  // Jobs whose last outcome here put them back in the queue (a retry, a release).
+  const leftQueued = new Set<string>();
 
   const running = new Set<Promise<void>>();
   const held = new Map<string, { queue: string; name: string; attempt: number; at: number; outcome?: SettleOutcome }>();
@@ -78,6 +80,8 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     else if (outcome === "timeout") summary.timedOut++;
     else summary.released++;
     if (accepted && outcome !== "succeeded" && outcome !== "released") log.info(`job ${outcome}`, { ...fields, status });
+    if (accepted && (outcome === "released" || status === "queued")) leftQueued.add(id);
+    else if (accepted) leftQueued.delete(id);
     if (accepted && status === "dead") options.onDead?.([id]);
     options.onSettled?.({
       jobId: id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0,
@@ -242,5 +246,6 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   for (const b of producer.buffer.splice(0)) release(b);
   while (running.size > 0) await Promise.race(running);
   await completer.drain();
+  summary.leftQueued = leftQueued.size;
   return summary;
 }

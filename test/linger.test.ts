@@ -136,4 +136,26 @@ describe("a runner's linger and what it leaves behind (pg)", () => {
     // ~1.5 gaps after the last job, not its 2 s idle time.
     expect(remembered.lingeredAfterStop).toBeLessThan(1_000);
   });
+
+  it("counts the jobs it put back in the queue and did not run again: a retry due later", async () => {
+    const later = defineJob({
+      name: "linger.later", schema: z.object({}), queue: "linger-retry", leaseMs: 5_000, backoffMs: 20_000,
+      handler: () => {
+        throw new Error("fails");
+      },
+    });
+    const soon = defineJob({
+      name: "linger.soon", schema: z.object({}), queue: "linger-retry", leaseMs: 5_000, backoffMs: 0,
+      handler: (_p, ctx) => {
+        if (ctx.attempt === 1) throw new Error("fails once");
+      },
+    });
+    await enqueue(t, later, {});
+    await enqueue(t, soon, {});
+    const summary = await runWorker({
+      store: t, registry: createRegistry([later, soon]), queues: ["linger-retry"], runnerId: "left", slots: 4, idleMs: 300, pollMs: 20,
+    });
+    // `soon` was retried and succeeded here; `later` waits 10-20 s with no runner.
+    expect(summary).toMatchObject({ failed: 2, succeeded: 1, leftQueued: 1 });
+  });
 });

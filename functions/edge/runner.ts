@@ -15,7 +15,10 @@ import { edgeConfig, edgeLog, edgeReportDeaths, edgeSchema, edgeSecret, openEdge
  * its queues exactly as the Lambda runner does (`runSession`), counting its
  * remaining time down from the configured wall-time budget (Workers have no
  * remaining-time clock), and ends the body with its summary. Its Neon pool
- * lives and dies within the invocation.
+ * lives and dies within the invocation. Unlike the Lambda runner, it wakes
+ * nothing when it leaves a retry or a released job behind
+ * (`summary.leftQueued`): the edge has no wake-up path, and the edge
+ * scheduler's next Cron Trigger (each minute) starts it, up to 60 s late.
  */
 export const RUN_PATH = "/leasehold/run";
 export const SECRET_HEADER = "x-leasehold-runner-secret";

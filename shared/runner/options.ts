@@ -86,6 +86,12 @@ export interface WorkerSummary {
   released: number;
   /** Settles refused by fencing (the lease had been lost) or abandoned when it ran out. */
   stale: number;
+  /**
+   * Jobs this runner put back in the queue (a retry after its backoff, a
+   * release) and did not run again itself: work that only a wake-up starts
+   * once this runner is gone.
+   */
+  leftQueued: number;
   /** Why the loop ended. */
   exit: "idle" | "time" | "database";
 }
