@@ -80,9 +80,8 @@ export const runners: Record<string, sst.aws.Function> = Object.fromEntries(
   Object.entries(config.runners).map(([name, runner]) => [
     name,
     leaseholdFunction(name, {
-      // A runner that dies is handled by the rescuer (lease expiry); an async
-      // retry by Lambda would only start a second runner.
-      retries: 0,
+      // No async retries (a retry would only start a second runner), and a
+      // failed invocation wakes the scheduler: see `runnerFailures` below.
       // The hard cap on concurrent invocations of this runner.
       concurrency: { reserved: runner.maxConcurrency },
       // A follow-up job for another queue, or for later, wakes the scheduler.
@@ -112,6 +111,23 @@ export const scheduler = leaseholdFunction("scheduler", {
     LEASEHOLD_WAKE_ROLE_ARN: wakeRole.arn,
     LEASEHOLD_WAKE_PREFIX: wakePrefix,
   },
+});
+
+/**
+ * A runner invocation that fails (a crash, an out-of-memory kill, a
+ * timeout) is not retried, and goes to its on-failure destination, the
+ * scheduler (`FunctionSpec.onFailure`): woken, it watches the leases the
+ * runner left. This is what lets a scheduler that started runners for every
+ * ready job return at once. One config per function: it replaces SST's own
+ * (`retries`), which has no destination.
+ */
+export const runnerFailures = Object.keys(runners).map((name) => {
+  if (spec(name).onFailure !== "scheduler") throw new Error(`runner ${name}: on-failure destination must be the scheduler`);
+  return new aws.lambda.FunctionEventInvokeConfig(`${componentName(name)}OnFailure`, {
+    functionName: runners[name]!.name,
+    maximumRetryAttempts: 0,
+    destinationConfig: { onFailure: { destination: scheduler.arn } },
+  });
 });
 
 export const wakePolicy = allowWakes(scheduler.arn);

@@ -236,6 +236,12 @@ export interface FunctionSpec {
   memoryMb: number;
   /** EventBridge schedule expression for cron-triggered functions. */
   schedule?: string;
+  /**
+   * Where an asynchronous invocation that fails (a crash, an out-of-memory
+   * kill, a timeout) is sent: a Lambda on-failure destination, by function
+   * name. A runner's is the scheduler, which then watches the leases it left.
+   */
+  onFailure?: string;
   environment?: Record<string, string>;
 }
 
@@ -246,6 +252,7 @@ export function functionSpecs(cfg: Config = config): FunctionSpec[] {
     timeoutSeconds: r.timeoutSeconds,
     memoryMb: r.memoryMb,
     environment: { LEASEHOLD_RUNNER: name },
+    onFailure: "scheduler",
   }));
   return [
     ...runners,

@@ -46,6 +46,14 @@ export interface PassResult {
   reserved: number;
   /** Invocations started per runner. */
   invoked: Map<string, number>;
+  /**
+   * Every ready job is in the hands of runners this pass started, with none
+   * live before it: each will claim at least once after its start, so
+   * nothing ready needs watching (a runner that fails reaches the scheduler
+   * through its on-failure destination). False when a live runner was
+   * counted on (it may be on its way out) or a runner was short.
+   */
+  covered: boolean;
 }
 
 export async function schedulePass(o: PassOptions): Promise<PassResult> {
@@ -59,9 +67,11 @@ export async function schedulePass(o: PassOptions): Promise<PassResult> {
   }
   const total = [...ready.values()].reduce((a, b) => a + b, 0);
   const invoked = new Map<string, number>();
-  if (total === 0) return { ready, total, reserved: 0, invoked };
+  if (total === 0) return { ready, total, reserved: 0, invoked, covered: false };
+  let liveBefore = 0;
 
   const decided = await reserveRunners(o.pool, o.schema, (live) => {
+    liveBefore = [...o.runners].reduce((n, [name, r]) => n + ((ready.get(name) ?? 0) > 0 ? (live.get(name) ?? 0) : 0), 0);
     let budget = Math.min(o.maxRunners - [...live.values()].reduce((a, b) => a + b, 0), o.maxStarts ?? Number.POSITIVE_INFINITY);
     const plan = new Map<string, string[]>();
     for (const [name, r] of o.runners) {
@@ -85,5 +95,7 @@ export async function schedulePass(o: PassOptions): Promise<PassResult> {
       }),
     ),
   );
-  return { ready, total, reserved: [...decided.values()].reduce((n, ids) => n + ids.length, 0), invoked };
+  const covered = liveBefore === 0 &&
+    o.runners.every(([name, r]) => (ready.get(name) ?? 0) <= (invoked.get(name) ?? 0) * r.slots);
+  return { ready, total, reserved: [...decided.values()].reduce((n, ids) => n + ids.length, 0), invoked, covered };
 }

@@ -273,7 +273,7 @@ function installFakeGlobals(created: Created[]): void {
       RolePolicy: resource("aws.iam.RolePolicy"),
     },
     scheduler: { Schedule: resource("aws.scheduler.Schedule") },
-    lambda: { Invocation: resource("aws.lambda.Invocation") },
+    lambda: { Invocation: resource("aws.lambda.Invocation"), FunctionEventInvokeConfig: resource("aws.lambda.FunctionEventInvokeConfig") },
     sns: { TopicSubscription: resource("aws.sns.TopicSubscription") },
     cloudwatch: {
       MetricAlarm: resource("aws.cloudwatch.MetricAlarm"),
@@ -339,14 +339,19 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     }
   });
 
-  it("runners: no async retries, reserved concurrency = maxConcurrency, LEASEHOLD_RUNNER set", () => {
+  it("runners: no async retries, a failed invocation wakes the scheduler, reserved concurrency = maxConcurrency, LEASEHOLD_RUNNER set", () => {
     const runnerFns = all("sst.aws.Function").filter((c) => c.args.handler === "functions/runner.handler");
     expect(runnerFns).toHaveLength(Object.keys(config.runners).length);
+    const invokeConfigs = all("aws.lambda.FunctionEventInvokeConfig");
     for (const c of runnerFns) {
       const name = c.args.environment.LEASEHOLD_RUNNER as string;
-      expect(c.args.retries).toBe(0);
+      expect(c.args.retries).toBeUndefined();
+      expect(invokeConfigs.find((i) => i.args.functionName === `fn-${c.name}`)?.args).toEqual({
+        functionName: `fn-${c.name}`, maximumRetryAttempts: 0, destinationConfig: { onFailure: { destination: "arn:fn-Scheduler" } },
+      });
       expect(c.args.concurrency).toEqual({ reserved: config.runners[name]!.maxConcurrency });
     }
+    expect(invokeConfigs).toHaveLength(runnerFns.length);
   });
 
   it("the scheduler may invoke every runner and knows their function names", () => {
