@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
 import { createSchedulerWaker } from "../functions/waker.ts";
-import { config, functionSpecs } from "../shared/config.ts";
+import { config, functionSpecs, runnerFunctions } from "../shared/config.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
 import type { Registry } from "../shared/job.ts";
 import { toAwsCron } from "../shared/aws-cron.ts";
@@ -82,7 +82,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       rootDir: ROOT,
       schedules: true,
       schedulePrecisionMs: config.wake.precisionMs,
-      maxConcurrency: Object.fromEntries(Object.entries(config.runners).map(([name, r]) => [name, r.maxConcurrency])),
+      maxConcurrency: Object.fromEntries(runnerFunctions(config).map((f) => [f.name, f.maxConcurrency])),
       env: {
         DATABASE_URL: databaseUrl,
         LEASEHOLD_SCHEMA: schema,

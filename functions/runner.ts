@@ -1,6 +1,6 @@
 import type { Context } from "aws-lambda";
 import { z } from "zod";
-import { config, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { config, lightRunner, RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { runSession } from "../shared/session.ts";
 import { environmentLinger } from "../shared/runner/linger.ts";
@@ -39,13 +39,17 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
   const name = process.env.LEASEHOLD_RUNNER ?? "runner";
   const runnerConfig = config.runners[name];
   if (!runnerConfig) throw new Error(`no runner named ${name} in shared/config.ts`);
+  // The light variant (less memory, fewer slots) counts in the fleet under its own function name.
+  const light = process.env.LEASEHOLD_RUNNER_VARIANT === "light" ? runnerConfig.light : undefined;
+  if (process.env.LEASEHOLD_RUNNER_VARIANT === "light" && !light) throw new Error(`runner ${name} has no light variant in shared/config.ts`);
+  const fleetName = light ? lightRunner(name) : name;
   const parsed = eventSchema.safeParse(event ?? {});
   if (!parsed.success) throw new Error(`bad runner event: ${z.prettifyError(parsed.error)}`);
   const queues = parsed.data.queues ?? runnerConfig.queues;
   const runnerId = context.awsRequestId;
   const invocationId = parsed.data.invocationId ?? runnerId;
   logger.addContext(context);
-  logger.appendKeys({ runnerId, runner: name });
+  logger.appendKeys({ runnerId, runner: fleetName });
 
   // A follow-up this runner will not run itself wakes the scheduler, like any enqueue.
   const waker = createWaker(() => invokeAsync(lambda, process.env.LEASEHOLD_SCHEDULER_FUNCTION || "scheduler", WAKE_EVENT), {
@@ -58,16 +62,16 @@ export async function handler(event: unknown, context: Context): Promise<WorkerS
   try {
     const summary = await runSession({
       store, registry, queues, runnerId, invocationId,
-      runner: name,
+      runner: fleetName,
       requestId: runnerId,
       // A job with a longer lease is unserved, for this runner as for the scheduler.
       maxLeaseMs: runnerConfig.maxLeaseMs,
-      slots: runnerConfig.slots,
+      slots: light?.slots ?? runnerConfig.slots,
       fair: runnerConfig.fair,
       remainingMs: () => context.getRemainingTimeInMillis(),
       marginMs: RUNNER_MARGIN_MS,
       idleMs: runnerConfig.idleMs,
-      linger: runnerConfig.linger === "fixed" ? "fixed" : environmentLinger(name, runnerConfig.pollMs, runnerConfig.idleMs),
+      linger: runnerConfig.linger === "fixed" ? "fixed" : environmentLinger(fleetName, runnerConfig.pollMs, runnerConfig.idleMs),
       pollMs: runnerConfig.pollMs,
       waitUntil: parsed.data.waitUntil,
       onFollowUp: () => waker.wake(),

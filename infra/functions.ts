@@ -1,10 +1,11 @@
 /**
  * The Lambda functions, sized from `functionSpecs(config)`: one runner per
- * `config.runners` entry, the scheduler, the rescuer and the API.
+ * `config.runners` entry (and its light variant, if it has one), the
+ * scheduler, the rescuer and the API.
  * Their safety-net crons are in `infra/crons.ts`; the wake role and the
  * recurring jobs' schedules in `infra/wake.ts`.
  */
-import { config, functionSpecs, type FunctionSpec } from "../shared/config.ts";
+import { config, functionSpecs, runnerFunctions, type FunctionSpec } from "../shared/config.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import { migration } from "./migrate.ts";
 import { apiToken, databaseUrl } from "./secrets.ts";
@@ -75,11 +76,11 @@ const armWakes = [
   { actions: ["iam:PassRole"], resources: [wakeRole.arn] },
 ];
 
-/** Runner functions by config.runners key. */
+/** Runner functions by function name: each config.runners key, and `<key>-light` for a light variant. */
 export const runners: Record<string, sst.aws.Function> = Object.fromEntries(
-  Object.entries(config.runners).map(([name, runner]) => [
-    name,
-    leaseholdFunction(name, {
+  runnerFunctions(config).map((runner) => [
+    runner.name,
+    leaseholdFunction(runner.name, {
       // No async retries (a retry would only start a second runner), and a
       // failed invocation wakes the scheduler: see `runnerFailures` below.
       // The hard cap on concurrent invocations of this runner.

@@ -51,7 +51,24 @@ const runnerSchema = z.object({
   maxConcurrency: z.number().int().min(1).max(1_000).default(10),
   /** Share each claim between the groups with ready jobs; false: these queues opt out (priority order only). */
   fair: z.boolean().default(true),
+  /**
+   * A light variant of this runner, its own function `<name>-light` with less
+   * memory and fewer slots, started instead of the full one when no runner
+   * of either is live and the ready jobs fit its slots (an isolated job, a
+   * trickle); bursts get the full one. Its jobs must fit its memory (and its
+   * CPU share, which Lambda scales with memory). Unset: no variant.
+   */
+  light: z
+    .object({
+      memoryMb: z.number().int().min(128).max(10_240).default(256),
+      slots: z.number().int().min(1).max(1_000).default(4),
+    })
+    .optional(),
 });
+
+/** A light variant's function name; its reserved concurrency (one starts at a time, one may be on its way out). */
+export const lightRunner = (name: string) => `${name}-light`;
+export const LIGHT_MAX_CONCURRENCY = 2;
 
 /**
  * Workers limits that bind an edge runner: an invocation holds at most 6
@@ -182,6 +199,9 @@ export const configSchema = z
       });
     }
     for (const [name, runner] of Object.entries(config.runners)) {
+      if (runner.light && lightRunner(name) in config.runners) {
+        ctx.addIssue({ code: "custom", path: ["runners", name, "light"], message: `"${lightRunner(name)}" is already a runner: rename it, or drop this light variant` });
+      }
       if (runner.maxLeaseMs + RUNNER_MARGIN_MS > runner.timeoutSeconds * 1000) {
         ctx.addIssue({
           code: "custom",
@@ -216,7 +236,7 @@ export function defineConfig(input: z.input<typeof configSchema> = {}): Config {
 /** The deployment's configuration: edit here, and infra and local dev follow. */
 export const defaultConfig: Config = defineConfig({
   runners: {
-    runner: { queues: [DEFAULT_QUEUE], slots: 20, memoryMb: 1024, timeoutSeconds: 300, maxLeaseMs: 60_000 },
+    runner: { queues: [DEFAULT_QUEUE], slots: 20, memoryMb: 1024, timeoutSeconds: 300, maxLeaseMs: 60_000, light: { memoryMb: 256, slots: 4 } },
     "runner-cpu": { queues: ["cpu"], slots: 1, memoryMb: 1769, timeoutSeconds: 300, maxLeaseMs: 60_000, maxConcurrency: 4 },
   },
 });
@@ -245,13 +265,32 @@ export interface FunctionSpec {
   environment?: Record<string, string>;
 }
 
+/** One runner function: a config runner, or its light variant. */
+export interface RunnerFunction {
+  /** Function name (and the runner's name in the fleet). */
+  name: string;
+  /** Its config.runners key. */
+  runner: string;
+  light: boolean;
+  memoryMb: number;
+  slots: number;
+  maxConcurrency: number;
+}
+
+export function runnerFunctions(cfg: Config = config): RunnerFunction[] {
+  return Object.entries(cfg.runners).flatMap(([name, r]) => [
+    { name, runner: name, light: false, memoryMb: r.memoryMb, slots: r.slots, maxConcurrency: r.maxConcurrency },
+    ...(r.light ? [{ name: lightRunner(name), runner: name, light: true, ...r.light, maxConcurrency: LIGHT_MAX_CONCURRENCY }] : []),
+  ]);
+}
+
 export function functionSpecs(cfg: Config = config): FunctionSpec[] {
-  const runners = Object.entries(cfg.runners).map(([name, r]) => ({
-    name,
+  const runners = runnerFunctions(cfg).map((f): FunctionSpec => ({
+    name: f.name,
     handler: "functions/runner.handler",
-    timeoutSeconds: r.timeoutSeconds,
-    memoryMb: r.memoryMb,
-    environment: { LEASEHOLD_RUNNER: name },
+    timeoutSeconds: cfg.runners[f.runner]!.timeoutSeconds,
+    memoryMb: f.memoryMb,
+    environment: f.light ? { LEASEHOLD_RUNNER: f.runner, LEASEHOLD_RUNNER_VARIANT: "light" } : { LEASEHOLD_RUNNER: f.runner },
     onFailure: "scheduler",
   }));
   return [
