@@ -5,7 +5,7 @@ import { z } from "zod";
 import { config } from "../shared/config.ts";
 import type { Pool } from "../shared/db.ts";
 import { describeDeaths } from "../shared/deaths.ts";
-import { stopRunner } from "../shared/fleet.ts";
+import { dropFailedRunner } from "../shared/fleet.ts";
 import { nextDue, releaseWatch, watchDue } from "../shared/due.ts";
 import { schedulePass as sharedPass } from "../shared/fanout.ts";
 import { rescueExpiredLeases } from "../shared/rescue.ts";
@@ -135,8 +135,8 @@ export async function handler(event: unknown, context: Context): Promise<{ passe
   try {
     await loadRecurring();
     if (tick) await enqueueRecurringTick(store(), tick.name, new Date(tick.scheduledTime));
-    // A failed runner is no supply, whatever its reservation or heartbeat still says.
-    if (failedRunner) await stopRunner(store(), failedRunner);
+    // A runner that failed after it started is no supply, whatever its heartbeat still says.
+    if (failedRunner) await dropFailedRunner(store(), failedRunner);
     let ticksSeenMs = Date.now();
     for (;;) {
       if (passes > 0 && leftMs() < pollMs) break;

@@ -74,6 +74,16 @@ export async function stopRunner(store: Store, id: string): Promise<void> {
   await store.db.query(sql(store.schema, "delete from leasehold.runners where id = $1::text"), [id]);
 }
 
+/**
+ * A runner invocation failed (its on-failure destination says so): it no
+ * longer counts, if it had started. One that failed before it started (its
+ * init) keeps its reservation until `STARTING_GRACE_MS`, so that a runner
+ * that cannot start is retried once per grace, not in a loop of failures.
+ */
+export async function dropFailedRunner(store: Store, id: string): Promise<void> {
+  await store.db.query(sql(store.schema, "delete from leasehold.runners where id = $1::text and request_id is not null"), [id]);
+}
+
 /** Forgets runners that expired long ago (they died without leaving). */
 export async function pruneRunners(store: Store): Promise<number> {
   const { rowCount } = await store.db.query(
