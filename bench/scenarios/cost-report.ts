@@ -23,8 +23,11 @@ export function costReport(c: CostResult, latencyWarm?: LatencyRun, mix?: MixRes
   const i = c.isolated;
   out.push("### Lambda cost per 10,000 jobs (runners + scheduler, from the runtime's accounting)");
   const cost = (name: string, x: Row) => [name, x.invocations, x.gbSeconds, `$${x.dollarsPerMillion.toFixed(2)}`, `$${x.dollarsPerMillionWithInit.toFixed(2)}`];
+  // A burst that did not drain has no cost per job to speak of.
+  const burst = c.burst.drained ? cost(`Leasehold, ${c.params.jobs} jobs at once`, c.burst)
+    : [`Leasehold, ${c.params.jobs} jobs at once: **not drained** (${c.burst.succeeded} ran in 300 s)`, "–", "–", "–", "–"];
   const rows = [
-    cost(`Leasehold, ${c.params.jobs} jobs at once${c.burst.drained ? "" : ` (**not drained**: ${c.burst.succeeded} ran in 300 s)`}`, c.burst),
+    burst,
     cost(`SQS + Lambda, batch size 10 (modelled), ${c.sqs.sqsRequestsPerJob} SQS requests a job`, c.sqs),
     cost(`Leasehold, an isolated job (each into an idle system; ${i.jobs} measured)`, i),
     cost(`SQS + Lambda, batch size 1 (modelled), ${c.sqsIsolated.memoryMb} MB like ${i.runner}`, c.sqsIsolated),
@@ -37,7 +40,7 @@ export function costReport(c: CostResult, latencyWarm?: LatencyRun, mix?: MixRes
   out.push(table(["setup", "invocations", "GB-s", "$ per 1M jobs", "$ per 1M jobs, init billed"], rows));
   out.push(
     `**An isolated job costs ${c.isolatedRatio.dollars}× SQS + Lambda at batch size 1 (${c.isolatedRatio.withInit}× with init billed on both)**; ` +
-      `a burst job costs ${(c.burst.dollarsPerMillion / c.sqs.dollarsPerMillion).toFixed(2)}× SQS + Lambda at batch size 10.`,
+      (c.burst.drained ? `a burst job costs ${(c.burst.dollarsPerMillion / c.sqs.dollarsPerMillion).toFixed(2)}× SQS + Lambda at batch size 10.` : "the burst did not drain."),
   );
   out.push("Per isolated job, by function (everything it set going, until every function had stopped and no armed schedule was left):");
   out.push(table(
@@ -66,7 +69,7 @@ export function costReport(c: CostResult, latencyWarm?: LatencyRun, mix?: MixRes
         `${d.wakeUpsPerMonth.idle} Neon wake-ups, **${d.cuHoursPerMonth.idle} CU-hours**`],
       [`safety net: scheduler \`${d.safetyNet.scheduler}\`, rescuer \`${d.safetyNet.rescuer}\` (one tick each, empty queue)`,
         `scheduler ${d.ticks.scheduler.billedMs} ms (${d.ticks.scheduler.sessions} sessions), rescuer ${d.ticks.rescuer.billedMs} ms (${d.ticks.rescuer.sessions} sessions), 256 MB`,
-        `**$${d.lambdaDollarsPerMonth.toFixed(4)} of Lambda**; ${d.wakeUpsPerMonth.safetyNet} Neon wake-ups, **${d.cuHoursPerMonth.safetyNet} CU-hours**`],
+        `**$${d.lambdaDollarsPerMonth.toPrecision(2)} of Lambda**; ${d.wakeUpsPerMonth.safetyNet} Neon wake-ups, **${d.cuHoursPerMonth.safetyNet} CU-hours**`],
     ],
   ));
   out.push(

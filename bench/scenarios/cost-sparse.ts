@@ -46,7 +46,12 @@ export interface IsolatedResult {
   lambda: LambdaUse;
 }
 
-/** A job into an idle system, `jobs` times (after one untimed warm-up): everything it sets going, until all is quiet again. */
+/**
+ * A job into an idle system, `jobs` times (after one untimed warm-up):
+ * everything it sets going, until all is quiet again. Isolated means no
+ * neighbour within a runner's idle time: jobs that follow each other closer
+ * are a stream, which a runner's adaptive linger learns and stays for.
+ */
 export async function measureIsolated(s: ScenarioStack, jobs: number, leaseMs: number): Promise<IsolatedResult> {
   const type = withLease(wait, leaseMs);
   const runners = runnerFunctions(s.config).map((f) => f.name);
@@ -73,8 +78,9 @@ export async function measureIsolated(s: ScenarioStack, jobs: number, leaseMs: n
     }
     await s.waker.settled();
     await quiet();
-    await sleep(200);
+    await sleep(isolation);
   };
+  const isolation = Math.max(...Object.values(s.config.runners).map((r) => r.idleMs)) + 500;
   await one();
   const before = s.stats();
   const firedBefore = fired();
@@ -162,7 +168,7 @@ export async function measureIdle(
   const cuHours = (n: number) => round((n * NEON.suspendMinutes * NEON.cu) / 60, 2);
   return {
     windowMs, sessions, commits: after.commits - before.commits, ticks, safetyNet,
-    lambdaDollarsPerMonth: round(lambdaDollars, 4),
+    lambdaDollarsPerMonth: Number(lambdaDollars.toPrecision(3)),
     wakeUpsPerMonth: wakeUps,
     cuHoursPerMonth: { idle: cuHours(wakeUps.idle), safetyNet: cuHours(wakeUps.safetyNet) },
   };
