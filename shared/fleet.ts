@@ -74,14 +74,21 @@ export async function stopRunner(store: Store, id: string): Promise<void> {
   await store.db.query(sql(store.schema, "delete from leasehold.runners where id = $1::text"), [id]);
 }
 
+const FAILED_RUNNER = `
+with gone as (delete from leasehold.runners where id = $1::text and request_id is not null returning id)
+update leasehold.runners set expires_at = least(expires_at, now() + $2::integer * interval '1 millisecond')
+where id = $1::text and request_id is null`;
+
 /**
- * A runner invocation failed (its on-failure destination says so): it no
- * longer counts, if it had started. One that failed before it started (its
- * init) keeps its reservation until `STARTING_GRACE_MS`, so that a runner
- * that cannot start is retried once per grace, not in a loop of failures.
+ * A runner invocation failed (its on-failure destination says so). One that
+ * had started no longer counts. One that failed before it started (in its
+ * init) counts `RUNNER_TTL_MS` more, as a runner that stopped renewing
+ * would, instead of the rest of its `STARTING_GRACE_MS`: a wake-up does not
+ * trust it, and a runner that cannot start is retried every few seconds
+ * (its Errors alarm fires), not in a tight loop of failures.
  */
 export async function dropFailedRunner(store: Store, id: string): Promise<void> {
-  await store.db.query(sql(store.schema, "delete from leasehold.runners where id = $1::text and request_id is not null"), [id]);
+  await store.db.query(sql(store.schema, FAILED_RUNNER), [id, RUNNER_TTL_MS]);
 }
 
 /** Forgets runners that expired long ago (they died without leaving). */
