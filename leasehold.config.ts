@@ -8,7 +8,8 @@ import { DEFAULT_QUEUE, defineConfig } from "./shared/index.ts";
 export default defineConfig({
   jobs: "jobs/index.ts",
   runners: {
-    runner: { queues: [DEFAULT_QUEUE], slots: 20, memoryMb: 1024, timeoutSeconds: 300, maxLeaseMs: 60_000 },
+    // Isolated jobs and trickles go to a light variant (256 MB, 4 slots): see docs/deploy.md, "Sparse traffic".
+    runner: { queues: [DEFAULT_QUEUE], slots: 20, memoryMb: 1024, timeoutSeconds: 300, maxLeaseMs: 60_000, light: { memoryMb: 256, slots: 4 } },
     "runner-cpu": { queues: ["cpu"], slots: 1, memoryMb: 1769, timeoutSeconds: 300, maxLeaseMs: 60_000, maxConcurrency: 4 },
   },
 });

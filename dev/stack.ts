@@ -7,7 +7,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
 import { createSchedulerWaker } from "../functions/waker.ts";
-import { type Config } from "../shared/config.ts";
+import { runnerFunctions, type Config } from "../shared/config.ts";
 import { loadAppConfig } from "./app-config.ts";
 import { localFunctions } from "./functions.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
@@ -114,7 +114,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       rootDir: root,
       schedules: true,
       schedulePrecisionMs: config.wake.precisionMs,
-      maxConcurrency: Object.fromEntries(Object.entries(config.runners).map(([name, r]) => [name, r.maxConcurrency])),
+      maxConcurrency: Object.fromEntries(runnerFunctions(config).map((f) => [f.name, f.maxConcurrency])),
       env: {
         DATABASE_URL: databaseUrl,
         LEASEHOLD_SCHEMA: schema,

@@ -1,6 +1,7 @@
 import type { Context } from "aws-lambda";
 import { z } from "zod";
-import { RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { lightRunner, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { environmentLinger } from "../shared/runner/linger.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { runSession } from "../shared/session.ts";
 import type { WorkerSummary } from "../shared/worker.ts";
@@ -15,8 +16,10 @@ import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, work
  * The runner: invoked asynchronously by the scheduler, it claims jobs of its
  * queues into a fixed number of slots, runs them under their leases, settles
  * in batches, and exits when the queue is drained (after a short idle) or
- * when its remaining time could not cover another lease. Its database pool
- * lives and dies within the invocation.
+ * when its remaining time could not cover another lease. If it leaves a job
+ * queued behind it (a retry after backoff, a release), it wakes the
+ * scheduler on its way out. Its database pool lives and dies within the
+ * invocation.
  */
 const eventSchema = z.object({
   /** Reservation id the scheduler recorded for this invocation. */
@@ -39,6 +42,10 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
   const found = config.runners[name];
   if (!found) throw new Error(`no runner named ${name} in the config (runners: ${Object.keys(config.runners).join(", ")})`);
   const runnerConfig = found;
+  // The light variant (less memory, fewer slots) counts in the fleet under its own function name.
+  const light = process.env.LEASEHOLD_RUNNER_VARIANT === "light" ? runnerConfig.light : undefined;
+  if (process.env.LEASEHOLD_RUNNER_VARIANT === "light" && !light) throw new Error(`runner ${name} has no light variant in the config`);
+  const fleetName = light ? lightRunner(name) : name;
   const lambda = lambdaClient();
   return (event, context) => run(event, context);
 
@@ -49,7 +56,7 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
     const runnerId = context.awsRequestId;
     const invocationId = parsed.data.invocationId ?? runnerId;
     logger.addContext(context);
-    logger.appendKeys({ runnerId, runner: name });
+    logger.appendKeys({ runnerId, runner: fleetName });
 
     // A follow-up this runner will not run itself wakes the scheduler, like any enqueue.
     const waker = createWaker(() => invokeAsync(lambda, process.env.LEASEHOLD_SCHEDULER_FUNCTION || "scheduler", WAKE_EVENT), {
@@ -62,15 +69,16 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
     try {
       const summary = await runSession({
         store, registry, queues, runnerId, invocationId,
-        runner: name,
+        runner: fleetName,
         requestId: runnerId,
         // A job with a longer lease is unserved, for this runner as for the scheduler.
         maxLeaseMs: runnerConfig.maxLeaseMs,
-        slots: runnerConfig.slots,
+        slots: light?.slots ?? runnerConfig.slots,
         fair: runnerConfig.fair,
         remainingMs: () => context.getRemainingTimeInMillis(),
         marginMs: RUNNER_MARGIN_MS,
         idleMs: runnerConfig.idleMs,
+        linger: runnerConfig.linger === "fixed" ? "fixed" : environmentLinger(fleetName, runnerConfig.pollMs, runnerConfig.idleMs),
         pollMs: runnerConfig.pollMs,
         waitUntil: parsed.data.waitUntil,
         onFollowUp: () => waker.wake(),
@@ -87,6 +95,10 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
         },
       });
       stale = summary.stale;
+      // A retry or a released job it leaves behind comes due with no runner
+      // left: wake the scheduler to watch it (an exit that leaves nothing wakes
+      // nothing). Sent after the runner left the fleet, so it is not counted.
+      if (summary.leftQueued > 0) waker.wake();
       logger.info("runner done", { ...summary });
       return summary;
     } finally {

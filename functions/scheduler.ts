@@ -7,6 +7,7 @@ import type { Registry } from "../shared/job.ts";
 import type { Pool } from "../shared/db.ts";
 import { describeDeaths } from "../shared/deaths.ts";
 import { nextDue, releaseWatch, watchDue } from "../shared/due.ts";
+import { dropFailedRunner } from "../shared/fleet.ts";
 import { schedulePass as sharedPass } from "../shared/fanout.ts";
 import { rescueExpiredLeases } from "../shared/rescue.ts";
 import { claimable } from "../shared/serving.ts";
@@ -21,9 +22,10 @@ import { enqueueRecurringTick, enqueueTicksSince, nextRecurringTickMs } from "./
 /**
  * The scheduler starts runners for the jobs that are ready, and keeps one
  * invocation watching the next due time, so nothing polls while nothing is
- * due. Woken by an enqueue (API, CLI, an app's waker, a runner's follow-up),
- * by a one-time schedule it armed, by a recurring job's schedule, or by the
- * daily safety-net cron, it loops: a pass (count ready jobs, fan out runner
+ * due. Woken by an enqueue (API, CLI, an app's waker, a runner's follow-up
+ * or its exit with a retry left behind), by a runner invocation that failed
+ * (its on-failure destination), by a one-time schedule it armed, by a
+ * recurring job's schedule, or by the daily safety-net cron, it loops: a pass (count ready jobs, fan out runner
  * invocations), rescue of expired leases, an `at()` schedule at the earliest
  * running lease's expiry (a runner may die), then the next due job or tick
  * decides (shared/wake-plan.ts): return (nothing queued: no connection until
@@ -33,7 +35,7 @@ import { enqueueRecurringTick, enqueueTicksSince, nextRecurringTickMs } from "./
  * invocation. One invocation watches at a time (`watchDue`).
  */
 
-/** While jobs are queued or running, the rescuer (metrics, pruning) is invoked this often. */
+/** While a scheduler stays for queued or running work, it invokes the rescuer (metrics, pruning) this often. */
 const RESCUER_EVERY_MS = 60_000;
 /** Sleeps longer than this close the pool, so the database sees no connection. */
 const CLOSE_POOL_AFTER_MS = 2_000;
@@ -42,6 +44,12 @@ export { WAKE_EVENT } from "./waker.ts";
 
 /** A successor started by a scheduler whose time runs out: it takes over that one's watch. */
 const relaySchema = z.object({ relayFrom: z.string().min(1).max(100) });
+
+/** A runner invocation that failed (crash, out of memory, timeout), as its on-failure destination delivers it. */
+const failureSchema = z.object({
+  requestContext: z.object({ functionArn: z.string(), condition: z.string() }),
+  requestPayload: z.object({ invocationId: z.string().min(1).max(100).optional() }).optional(),
+});
 
 /** A recurring job's tick, as its EventBridge schedule delivers it; any other event is a wake-up. */
 const tickSchema = z.object({ source: z.literal("leasehold.recurring"), name: z.string().min(1).max(200), scheduledTime: z.iso.datetime() });
@@ -70,7 +78,7 @@ export type InvokeRunner = (runner: string, invocationId: string, waitUntil?: nu
 export async function schedulePass(
   app: { config: Config; registry: Registry }, pool: Pool, schemaName: string, invoke: InvokeRunner,
   options: { horizonMs?: number; waitUntil?: number } = {},
-): Promise<{ ready: number; invoked: number }> {
+): Promise<{ ready: number; invoked: number; covered: boolean }> {
   const { config, registry } = app;
   const result = await sharedPass({
     pool,
@@ -88,7 +96,7 @@ export async function schedulePass(
   if (result.reserved > 0) {
     logger.info("runners invoked", { ready: Object.fromEntries(result.ready), invoked: Object.fromEntries(result.invoked) });
   }
-  return { ready: result.total, invoked: [...result.invoked.values()].reduce((a, b) => a + b, 0) };
+  return { ready: result.total, invoked: [...result.invoked.values()].reduce((a, b) => a + b, 0), covered: result.covered };
 }
 
 type SchedulerSummary = { passes: number; invoked: number; plan: string };
@@ -107,6 +115,9 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
     const tick = parsed.success ? parsed.data : null;
     const relay = relaySchema.safeParse(event);
     const relayFrom = relay.success ? relay.data.relayFrom : null;
+    const failure = failureSchema.safeParse(event);
+    const failedRunner = failure.success ? failure.data.requestPayload?.invocationId : undefined;
+    if (failure.success) logger.warn("a runner invocation failed; looking at what it left", { runner: failure.data.requestContext.functionArn, invocationId: failedRunner });
     let relayed = false;
     const served = claimable(config, registry.keys());
     const { pollMs } = config.scheduler;
@@ -131,6 +142,8 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
     let plan = "idle";
     try {
       if (tick) await enqueueRecurringTick(store(), recurring, tick.name, new Date(tick.scheduledTime));
+      // A runner that failed after it started is no supply, whatever its heartbeat still says.
+      if (failedRunner) await dropFailedRunner(store(), failedRunner);
       let ticksSeenMs = Date.now();
       for (;;) {
         if (passes > 0 && leftMs() < pollMs) break;
@@ -147,11 +160,6 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
           reportDeaths(await describeDeaths(store(), rescued.deadIds));
           if (rescued.rescued + rescued.refunded + rescued.dead > 0) continue;
         }
-        if ((due.runAt || due.leaseExpiresAt) && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
-          lastRescuerAt = Date.now();
-          await invokeAsync(lambda, functionName("LEASEHOLD_RESCUER_FUNCTION", "rescuer"), {}).catch((err) =>
-            logger.warn("rescuer invoke failed", { error: String(err) }));
-        }
         // Due times on the database's clock, turned into this process's.
         const nowMs = Date.now();
         const local = (d: Date) => nowMs + (d.getTime() - due.now.getTime());
@@ -165,11 +173,23 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
             leaseArmedMs = leaseMs;
           }
         }
-        const jobDueMs = due.runAt && Math.max(local(due.runAt), pass.ready > 0 ? nowMs + pollMs : 0);
+        // Ready jobs in the hands of runners this pass started need no watching:
+        // each runner claims after it starts, and one that fails reaches the
+        // scheduler through its on-failure destination. An isolated job so
+        // costs one short pass. Otherwise (a live runner counted on, runners
+        // short) ready jobs are looked at again after pollMs.
+        const dueAt = pass.covered ? due.laterAt : due.runAt;
+        const jobDueMs = dueAt && Math.max(local(dueAt), pass.ready > 0 && !pass.covered ? nowMs + pollMs : 0);
         const tickMs = nextRecurringTickMs(recurring, nowMs);
         const dueMs = jobDueMs === null ? tickMs : tickMs === null ? jobDueMs : Math.min(jobDueMs, tickMs);
         const next = planWake({ nowMs, dueMs, remainingMs: leftMs() - pollMs, timing: config.wake });
         plan = next.kind;
+        // The rescuer (metrics, pruning) every minute while this scheduler stays for work.
+        if (next.kind !== "idle" && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
+          lastRescuerAt = Date.now();
+          await invokeAsync(lambda, functionName("LEASEHOLD_RESCUER_FUNCTION", "rescuer"), {}).catch((err) =>
+            logger.warn("rescuer invoke failed", { error: String(err) }));
+        }
         if (next.kind === "idle") break;
         if (next.kind === "arm") {
           await arm(next.atMs, dueMs!);

@@ -1,11 +1,12 @@
 /**
  * The Lambda functions, sized from `functionSpecs(config)`: one runner per
- * `config.runners` entry, the scheduler, the rescuer and the API, each built
+ * `config.runners` entry (and its light variant, if it has one), the
+ * scheduler, the rescuer and the API, each built
  * from its generated entry (the app's jobs and config). Their safety-net
  * crons are made here too; the wake role and the recurring jobs' schedules
  * come from infra/wake.ts.
  */
-import { functionSpecs, type FunctionSpec } from "../shared/config.ts";
+import { functionSpecs, runnerFunctions, type FunctionSpec } from "../shared/config.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import { componentName, type InfraContext } from "./context.ts";
 import { parseSchedule } from "./schedule.ts";
@@ -40,6 +41,7 @@ export interface Functions {
   recurringSchedules: aws.scheduler.Schedule[];
   schedulerCron: sst.aws.CronV2;
   rescuerCron: sst.aws.CronV2;
+  runnerFailures: aws.lambda.FunctionEventInvokeConfig[];
 }
 
 export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocation): Functions {
@@ -87,14 +89,13 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
   ];
   const schedulerArnByName = `arn:aws:lambda:*:*:function:${wake.schedulerFunctionName}`;
 
-  /** Runner functions by config.runners key. */
+  /** Runner functions by function name: each config.runners key, and `<key>-light` for a light variant. */
   const runners: Record<string, sst.aws.Function> = Object.fromEntries(
-    Object.entries(ctx.config.runners).map(([name, runner]) => [
-      name,
-      leaseholdFunction(name, ctx.handlers.runner, {
-        // A runner that dies is handled by the rescuer (lease expiry); an async
-        // retry by Lambda would only start a second runner.
-        retries: 0,
+    runnerFunctions(ctx.config).map((runner) => [
+      runner.name,
+      leaseholdFunction(runner.name, ctx.handlers.runner, {
+        // No async retries (a retry would only start a second runner), and a
+        // failed invocation wakes the scheduler: see `runnerFailures` below.
         // The hard cap on concurrent invocations of this runner.
         concurrency: { reserved: runner.maxConcurrency },
         // A follow-up job for another queue, or for later, wakes the scheduler.
@@ -121,6 +122,23 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
     },
   });
 
+  /**
+   * A runner invocation that fails (a crash, an out-of-memory kill, a
+   * timeout) is not retried, and goes to its on-failure destination, the
+   * scheduler (`FunctionSpec.onFailure`): woken, it watches the leases the
+   * runner left. This is what lets a scheduler that started runners for every
+   * ready job return at once. One config per function: it replaces SST's own
+   * (`retries`), which has no destination.
+   */
+  const runnerFailures = Object.keys(runners).map((name) => {
+    if (specs.get(name)?.onFailure !== "scheduler") throw new Error(`runner ${name}: on-failure destination must be the scheduler`);
+    return new aws.lambda.FunctionEventInvokeConfig(ctx.child(`${componentName(name)}OnFailure`), {
+      functionName: runners[name]!.name,
+      maximumRetryAttempts: 0,
+      destinationConfig: { onFailure: { destination: scheduler.arn } },
+    });
+  });
+
   const wakePolicy = wake.allowWakes(scheduler.arn);
   const recurringSchedules = wake.recurringSchedules(scheduler.arn);
 
@@ -142,5 +160,5 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
   const schedulerCron = new sst.aws.CronV2(ctx.child("SchedulerCron"), { function: scheduler, schedule: expression(ctx.config.scheduler.schedule) });
   const rescuerCron = new sst.aws.CronV2(ctx.child("RescuerCron"), { function: rescuer, schedule: expression(ctx.config.rescuer.schedule) });
 
-  return { runners, rescuer, scheduler, api, wake, armWakes, wakePolicy, recurringSchedules, schedulerCron, rescuerCron };
+  return { runners, rescuer, scheduler, api, wake, armWakes, wakePolicy, recurringSchedules, schedulerCron, rescuerCron, runnerFailures };
 }

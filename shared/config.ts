@@ -20,7 +20,7 @@ export const DEFAULT_SLOTS = 20;
 export const DEFAULT_CLAIM_BATCH = 20;
 /** Time a runner keeps back after its last lease for settling and closing. */
 export const RUNNER_MARGIN_MS = 5_000;
-/** A runner with nothing to claim for this long exits. */
+/** A runner with nothing to claim for this long exits (at most; see `linger`). */
 export const DEFAULT_RUNNER_IDLE_MS = 2_000;
 /**
  * A live runner with free slots looks for new jobs this often: what a job
@@ -39,14 +39,38 @@ const runnerSchema = z.object({
   timeoutSeconds: z.number().int().min(10).max(900).default(300),
   /** Longest lease a job on these queues may ask for. */
   maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
+  /** The longest a runner with nothing to do stays before it exits. */
   idleMs: z.number().int().positive().default(DEFAULT_RUNNER_IDLE_MS),
+  /**
+   * `adaptive`: stay only as long as the arrivals seen make another likely
+   * (an isolated job's runner leaves after one poll; a stream keeps it, up to
+   * `idleMs`); `fixed`: always `idleMs`. See shared/runner/linger.ts.
+   */
+  linger: z.enum(["adaptive", "fixed"]).default("adaptive"),
   /** How often a runner with free slots looks for new jobs. */
   pollMs: z.number().int().min(10).default(DEFAULT_RUNNER_POLL_MS),
   /** Hard cap on concurrent invocations of this runner. */
   maxConcurrency: z.number().int().min(1).max(1_000).default(10),
   /** Share each claim between the groups with ready jobs; false: these queues opt out (priority order only). */
   fair: z.boolean().default(true),
+  /**
+   * A light variant of this runner, its own function `<name>-light` with less
+   * memory and fewer slots, started instead of the full one when no runner
+   * of either is live and the ready jobs fit its slots (an isolated job, a
+   * trickle); bursts get the full one. Its jobs must fit its memory (and its
+   * CPU share, which Lambda scales with memory). Unset: no variant.
+   */
+  light: z
+    .object({
+      memoryMb: z.number().int().min(128).max(10_240).default(256),
+      slots: z.number().int().min(1).max(1_000).default(4),
+    })
+    .optional(),
 });
+
+/** A light variant's function name; its reserved concurrency (one starts at a time, one may be on its way out). */
+export const lightRunner = (name: string) => `${name}-light`;
+export const LIGHT_MAX_CONCURRENCY = 2;
 
 /**
  * Workers limits that bind an edge runner: an invocation holds at most 6
@@ -73,6 +97,7 @@ const edgeRunnerSchema = z.object({
   cpuMs: z.number().int().min(10).max(300_000).default(30_000),
   maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
   idleMs: z.number().int().positive().default(DEFAULT_RUNNER_IDLE_MS),
+  linger: z.enum(["adaptive", "fixed"]).default("adaptive"),
   pollMs: z.number().int().min(10).default(DEFAULT_RUNNER_POLL_MS),
   maxConcurrency: z.number().int().min(1).max(1_000).default(10),
 });
@@ -103,7 +128,7 @@ export const configSchema = z
     schema: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/).default(DEFAULT_SCHEMA),
     /** Runner functions by name; each serves its own queues with its own size. */
     runners: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), runnerSchema).prefault({
-      runner: { queues: [DEFAULT_QUEUE] },
+      runner: { queues: [DEFAULT_QUEUE], light: { memoryMb: 256, slots: 4 } },
     }),
     /** Database connections all runners together may hold. */
     connectionBudget: z.number().int().min(1).default(40),
@@ -178,6 +203,9 @@ export const configSchema = z
       });
     }
     for (const [name, runner] of Object.entries(config.runners)) {
+      if (runner.light && lightRunner(name) in config.runners) {
+        ctx.addIssue({ code: "custom", path: ["runners", name, "light"], message: `"${lightRunner(name)}" is already a runner: rename it, or drop this light variant` });
+      }
       if (runner.maxLeaseMs + RUNNER_MARGIN_MS > runner.timeoutSeconds * 1000) {
         ctx.addIssue({
           code: "custom",
@@ -218,20 +246,46 @@ export interface FunctionSpec {
   memoryMb: number;
   /** EventBridge schedule expression for cron-triggered functions. */
   schedule?: string;
+  /**
+   * Where an asynchronous invocation that fails (a crash, an out-of-memory
+   * kill, a timeout) is sent: a Lambda on-failure destination, by function
+   * name. A runner's is the scheduler, which then watches the leases it left.
+   */
+  onFailure?: string;
   environment?: Record<string, string>;
 }
 
 /** Where the function entries live in an app (functions/entries.ts writes them; relative to the app's root). */
 export const ENTRIES_DIR = ".leasehold/functions";
 
+/** One runner function: a config runner, or its light variant. */
+export interface RunnerFunction {
+  /** Function name (and the runner's name in the fleet). */
+  name: string;
+  /** Its config.runners key. */
+  runner: string;
+  light: boolean;
+  memoryMb: number;
+  slots: number;
+  maxConcurrency: number;
+}
+
+export function runnerFunctions(cfg: Config): RunnerFunction[] {
+  return Object.entries(cfg.runners).flatMap(([name, r]) => [
+    { name, runner: name, light: false, memoryMb: r.memoryMb, slots: r.slots, maxConcurrency: r.maxConcurrency },
+    ...(r.light ? [{ name: lightRunner(name), runner: name, light: true, ...r.light, maxConcurrency: LIGHT_MAX_CONCURRENCY }] : []),
+  ]);
+}
+
 /** `entriesDir`: the directory of the entries, relative to the root the handlers are resolved from. */
 export function functionSpecs(cfg: Config, entriesDir: string = ENTRIES_DIR): FunctionSpec[] {
-  const runners = Object.entries(cfg.runners).map(([name, r]) => ({
-    name,
+  const runners = runnerFunctions(cfg).map((f): FunctionSpec => ({
+    name: f.name,
     handler: `${entriesDir}/runner.handler`,
-    timeoutSeconds: r.timeoutSeconds,
-    memoryMb: r.memoryMb,
-    environment: { LEASEHOLD_RUNNER: name },
+    timeoutSeconds: cfg.runners[f.runner]!.timeoutSeconds,
+    memoryMb: f.memoryMb,
+    environment: f.light ? { LEASEHOLD_RUNNER: f.runner, LEASEHOLD_RUNNER_VARIANT: "light" } : { LEASEHOLD_RUNNER: f.runner },
+    onFailure: "scheduler",
   }));
   return [
     ...runners,

@@ -12,6 +12,8 @@ export interface NextDue {
   now: Date;
   /** Earliest run_at of a queued job, due or not; null when none is queued. */
   runAt: Date | null;
+  /** Earliest run_at of a queued job not due yet; null when none. */
+  laterAt: Date | null;
   /** Earliest lease expiry of a running job; null when none runs. */
   leaseExpiresAt: Date | null;
 }
@@ -21,15 +23,21 @@ select now() as now,
        (select min(j.run_at) from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
         join leasehold.jobs j on j.status = 'queued' and j.queue = s.queue
           and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])) as run_at,
+       (select min(j.run_at) from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
+        join leasehold.jobs j on j.status = 'queued' and j.queue = s.queue and j.run_at > now()
+          and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])) as later_at,
        (select min(lease_expires_at) from leasehold.jobs where status = 'running') as lease_expires_at`;
 
 /** Queued jobs count only when a runner can claim them (`can`): an unserved job wakes nothing. */
 export async function nextDue(store: Store, can: Claimable): Promise<NextDue> {
-  const { rows } = await store.db.query<{ now: Date; run_at: Date | null; lease_expires_at: Date | null }>(
+  const { rows } = await store.db.query<{ now: Date; run_at: Date | null; later_at: Date | null; lease_expires_at: Date | null }>(
     sql(store.schema, NEXT_DUE), [[...can.maxLeaseMs.keys()], [...can.maxLeaseMs.values()], can.names],
   );
   const r = rows[0]!;
-  return { now: new Date(r.now), runAt: r.run_at && new Date(r.run_at), leaseExpiresAt: r.lease_expires_at && new Date(r.lease_expires_at) };
+  return {
+    now: new Date(r.now), runAt: r.run_at && new Date(r.run_at), laterAt: r.later_at && new Date(r.later_at),
+    leaseExpiresAt: r.lease_expires_at && new Date(r.lease_expires_at),
+  };
 }
 
 const WATCH = `

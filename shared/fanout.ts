@@ -1,3 +1,4 @@
+import { lightRunner } from "./config.ts";
 import type { Pool } from "./db.ts";
 import { reserveRunners, runnersToStart, stopRunner } from "./fleet.ts";
 import { claimable } from "./serving.ts";
@@ -17,6 +18,8 @@ export interface RunnerDemandSpec {
   maxLeaseMs: number;
   slots: number;
   maxConcurrency: number;
+  /** Its light variant (function `<name>-light`), if it has one: see `planRunners`. */
+  light?: { slots: number };
 }
 
 export interface PassOptions {
@@ -46,6 +49,14 @@ export interface PassResult {
   reserved: number;
   /** Invocations started per runner. */
   invoked: Map<string, number>;
+  /**
+   * Every ready job is in the hands of runners this pass started, with none
+   * live before it: each will claim at least once after its start, so
+   * nothing ready needs watching (a runner that fails reaches the scheduler
+   * through its on-failure destination). False when a live runner was
+   * counted on (it may be on its way out) or a runner was short.
+   */
+  covered: boolean;
 }
 
 export async function schedulePass(o: PassOptions): Promise<PassResult> {
@@ -59,15 +70,19 @@ export async function schedulePass(o: PassOptions): Promise<PassResult> {
   }
   const total = [...ready.values()].reduce((a, b) => a + b, 0);
   const invoked = new Map<string, number>();
-  if (total === 0) return { ready, total, reserved: 0, invoked };
+  if (total === 0) return { ready, total, reserved: 0, invoked, covered: false };
+  let liveBefore = 0;
 
   const decided = await reserveRunners(o.pool, o.schema, (live) => {
+    const liveOf = (name: string) => (live.get(name) ?? 0) + (live.get(lightRunner(name)) ?? 0);
+    liveBefore = o.runners.reduce((n, [name]) => n + ((ready.get(name) ?? 0) > 0 ? liveOf(name) : 0), 0);
     let budget = Math.min(o.maxRunners - [...live.values()].reduce((a, b) => a + b, 0), o.maxStarts ?? Number.POSITIVE_INFINITY);
     const plan = new Map<string, string[]>();
     for (const [name, r] of o.runners) {
-      const n = runnersToStart({ ready: ready.get(name) ?? 0, live: live.get(name) ?? 0, slots: r.slots, maxConcurrency: r.maxConcurrency, budget });
-      budget -= n;
-      plan.set(name, Array.from({ length: n }, newId));
+      for (const [fn, n] of planRunners(name, r, ready.get(name) ?? 0, live, budget)) {
+        budget -= n;
+        plan.set(fn, Array.from({ length: n }, newId));
+      }
     }
     return plan;
   });
@@ -85,5 +100,28 @@ export async function schedulePass(o: PassOptions): Promise<PassResult> {
       }),
     ),
   );
-  return { ready, total, reserved: [...decided.values()].reduce((n, ids) => n + ids.length, 0), invoked };
+  const covered = liveBefore === 0 && o.runners.every(([name, r]) =>
+    (ready.get(name) ?? 0) <= (invoked.get(name) ?? 0) * r.slots + (invoked.get(lightRunner(name)) ?? 0) * (r.light?.slots ?? 0));
+  return { ready, total, reserved: [...decided.values()].reduce((n, ids) => n + ids.length, 0), invoked, covered };
+}
+
+/**
+ * Which functions of runner `name` to start, and how many: memory follows
+ * the work. With no runner of it live and ready jobs its light variant's
+ * slots hold (an isolated job, a trickle), one light runner; otherwise full
+ * runners for what the live ones (light ones at their own slots) will not
+ * absorb, within its maximum concurrency (light ones count against it) and
+ * the budget.
+ */
+export function planRunners(
+  name: string, r: RunnerDemandSpec, ready: number, live: ReadonlyMap<string, number>, budget: number,
+): [string, number][] {
+  const liveFull = live.get(name) ?? 0;
+  const liveLight = r.light ? (live.get(lightRunner(name)) ?? 0) : 0;
+  if (r.light && liveFull + liveLight === 0 && ready > 0 && ready <= r.light.slots && budget > 0) return [[lightRunner(name), 1]];
+  const n = runnersToStart({
+    ready: Math.max(0, ready - liveLight * (r.light?.slots ?? 0)), live: liveFull, slots: r.slots,
+    maxConcurrency: Math.max(0, r.maxConcurrency - liveLight), budget,
+  });
+  return [[name, n]];
 }

@@ -74,6 +74,23 @@ export async function stopRunner(store: Store, id: string): Promise<void> {
   await store.db.query(sql(store.schema, "delete from leasehold.runners where id = $1::text"), [id]);
 }
 
+const FAILED_RUNNER = `
+with gone as (delete from leasehold.runners where id = $1::text and request_id is not null returning id)
+update leasehold.runners set expires_at = least(expires_at, now() + $2::integer * interval '1 millisecond')
+where id = $1::text and request_id is null`;
+
+/**
+ * A runner invocation failed (its on-failure destination says so). One that
+ * had started no longer counts. One that failed before it started (in its
+ * init) counts `RUNNER_TTL_MS` more, as a runner that stopped renewing
+ * would, instead of the rest of its `STARTING_GRACE_MS`: a wake-up does not
+ * trust it, and a runner that cannot start is retried every few seconds
+ * (its Errors alarm fires), not in a tight loop of failures.
+ */
+export async function dropFailedRunner(store: Store, id: string): Promise<void> {
+  await store.db.query(sql(store.schema, FAILED_RUNNER), [id, RUNNER_TTL_MS]);
+}
+
 /** Forgets runners that expired long ago (they died without leaving). */
 export async function pruneRunners(store: Store): Promise<number> {
   const { rowCount } = await store.db.query(

@@ -6,6 +6,7 @@ import { PrefetchGauge } from "./prefetch.ts";
 import { pause, systemClock } from "./runner/clock.ts";
 import { Completer, type SettleKind } from "./runner/completer.ts";
 import { executeJob } from "./runner/executor.ts";
+import { Linger } from "./runner/linger.ts";
 import { Producer, type Buffered } from "./runner/producer.ts";
 import type { SettleOutcome, WorkerLog, WorkerOptions, WorkerSummary } from "./runner/options.ts";
 
@@ -34,8 +35,14 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const maxLeaseMs = () => Math.min(remainingMs() - marginMs, options.maxLeaseMs ?? Number.POSITIVE_INFINITY);
   const idleMs = options.idleMs ?? 2_000;
   const pollMs = options.pollMs ?? 200;
+  // Adaptive: an isolated job's runner leaves after one poll; a stream keeps it (runner/linger.ts).
+  // A `Linger` given in remembers the arrivals earlier runs saw (a warm Lambda environment's).
+  const linger = options.linger instanceof Linger ? options.linger : new Linger(clock, { minMs: pollMs, maxMs: idleMs });
+  const lingerMs = () => (options.linger === undefined || options.linger === "fixed" ? idleMs : linger.ms());
   const log = options.log ?? silent;
-  const summary: WorkerSummary = { claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, stale: 0, exit: "idle" };
+  const summary: WorkerSummary = { claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, stale: 0, leftQueued: 0, exit: "idle" };
+  // Jobs whose last outcome here put them back in the queue (a retry, a release).
+  const leftQueued = new Set<string>();
 
   const running = new Set<Promise<void>>();
   const held = new Map<string, { queue: string; name: string; attempt: number; at: number; outcome?: SettleOutcome }>();
@@ -73,6 +80,8 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     else if (outcome === "timeout") summary.timedOut++;
     else summary.released++;
     if (accepted && outcome !== "succeeded" && outcome !== "released") log.info(`job ${outcome}`, { ...fields, status });
+    if (accepted && (outcome === "released" || status === "queued")) leftQueued.add(id);
+    else if (accepted) leftQueued.delete(id);
     if (accepted && status === "dead") options.onDead?.([id]);
     options.onSettled?.({
       jobId: id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0,
@@ -202,9 +211,11 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       const want = isolating ? 0 : buffered <= Math.max(slots, ahead) / 2 ? slots + ahead - running.size - buffered : 0;
       if (want > 0) {
         wakeRequested = false;
+        const idleBefore = running.size === 0 && producer.buffer.length === 0;
         const sent = performance.now();
         claimed = (await producer.claim(want, maxLeaseMs())).length;
         gauge.claimTook(performance.now() - sent);
+        if (claimed > 0 && (idleBefore || summary.claimed === 0)) linger.arrived();
         summary.claimed += claimed;
         if (claimed > 0) lastWorkAt = clock.now();
       }
@@ -212,9 +223,9 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       // into; with every slot and the buffer full, wait for a slot.
       if (claimed > 0 || (wakeRequested && want > 0)) continue;
       const idle = running.size === 0 && producer.buffer.length === 0;
-      if (idle && clock.now() - lastWorkAt >= idleMs) break;
+      if (idle && clock.now() - lastWorkAt >= lingerMs()) break;
       if (!idle) lastWorkAt = clock.now();
-      const untilIdle = idleMs - (clock.now() - lastWorkAt);
+      const untilIdle = lingerMs() - (clock.now() - lastWorkAt);
       const waitMs = want <= 0 && !idle ? Math.max(pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdle, 0) + 1) : pollMs;
       const p = pause(clock, waitMs);
       waitingForSlot = want <= 0;
@@ -235,5 +246,6 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   for (const b of producer.buffer.splice(0)) release(b);
   while (running.size > 0) await Promise.race(running);
   await completer.drain();
+  summary.leftQueued = leftQueued.size;
   return summary;
 }

@@ -15,6 +15,7 @@ import { createApp } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
 import { enqueue } from "../shared/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
+import { defineRecurring, enqueueTick, latestTick } from "../shared/recurring.ts";
 import { runWorker } from "../shared/worker.ts";
 import { findChromium } from "./support/chromium.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
@@ -55,6 +56,10 @@ const registry = createRegistry([flaky, quick, later]);
 // A type this deployment does not have (a newer deploy's): unserved on "reports".
 const newer = defineJob({ name: "report.monthly", schema: z.object({}), queue: "reports", handler: () => {} });
 const payload = { orderId: "A-17", note: "<img src=x onerror=alert(1)> & friends" };
+// Recurring: one that has ticked (every 5 minutes, Paris time), one that never has.
+const hourly = defineJob({ name: "digest.hourly", schema: z.object({}), queue: "ticks", handler: () => {} });
+const every5 = defineRecurring(hourly, { name: "reports.every-5", cron: "*/5 * * * *", timeZone: "Europe/Paris", payload: {} });
+const nightly = defineRecurring(quick, { name: "digest.nightly", cron: "30 2 * * *", timeZone: "America/New_York", payload: { n: 1 }, missed: "run" });
 
 if ("error" in chromiumFound) {
   describe("the dashboard in Chromium", () => {
@@ -70,6 +75,7 @@ if ("error" in chromiumFound) {
   let browser: Browser;
   let page: Page;
   let deadId: string;
+  let ticked: Date;
   const problems: string[] = [];
   const offOrigin: string[] = [];
 
@@ -79,7 +85,7 @@ if ("error" in chromiumFound) {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     t = await createTestDb("pg");
-    const app = createApp({ store: t, registry, token, serving: new Map([[QUEUE, 60_000], ["reports", 60_000]]) });
+    const app = createApp({ store: t, registry, token, serving: new Map([[QUEUE, 60_000], ["reports", 60_000]]), recurring: [every5, nightly] });
     const address = await new Promise<AddressInfo>((resolve) => {
       server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, resolve);
     });
@@ -89,6 +95,9 @@ if ("error" in chromiumFound) {
     deadId = (await enqueue(t, flaky, payload)).id;
     for (let n = 0; n < 12; n++) await enqueue(t, quick, { n });
     await work("runner-e2e-1");
+    // A past tick of every5 (its job stays queued on "ticks", which nothing here runs).
+    ticked = latestTick(every5, Date.now() - 3_600_000, Date.now() - 300_000)!;
+    expect(await enqueueTick(t.pool, t.schema, every5, ticked, ticked.getTime())).toBe("enqueued");
     for (let n = 0; n < 2; n++) await enqueue(t, later, {}, { delayMs: 600_000 });
     await enqueue(t, later, {}, { runAt: new Date(Date.now() - 90_000) });
     await enqueue(t, newer, {});
@@ -153,6 +162,30 @@ if ("error" in chromiumFound) {
     expect(await attempt.locator("summary").textContent()).toBe("Error: upstream said <b>no</b> & closed the connection");
     expect(await page.locator("#dead b").count()).toBe(0);
     await page.screenshot({ path: `${ARTIFACTS}dashboard-dead-job.png`, fullPage: true });
+  });
+
+  it("lists the recurring jobs with their cron, time zone, last tick and next run", async () => {
+    const cells = async (name: string) => page.locator(`#recurring tr[data-recurring="${name}"] > *`).allTextContents();
+    await page.locator('#recurring tr[data-recurring="reports.every-5"]').waitFor();
+    expect(await page.locator("#recurring thead th").allTextContents()).toEqual(
+      ["Name", "Job", "Cron", "Time zone", "Missed ticks", "Last tick", "Next run"]);
+    expect((await cells("reports.every-5")).slice(0, 5)).toEqual(["reports.every-5", "digest.hourly", "*/5 * * * *", "Europe/Paris", "skip"]);
+    expect((await cells("digest.nightly")).slice(0, 6)).toEqual(["digest.nightly", "email.digest", "30 2 * * *", "America/New_York", "run late", "—"]);
+    const at = (name: string, cell: string) => page.locator(`#recurring tr[data-recurring="${name}"] td.${cell} time`).getAttribute("datetime");
+    expect(await at("reports.every-5", "last")).toBe(ticked.toISOString());
+    // The next run is the API's, which croner computes in the job's time zone.
+    const api = await (await fetch(`${base}/v1/recurring`, { headers: { authorization: `Bearer ${token}` } })).json() as
+      { recurring: { name: string; nextRunAt: string }[] };
+    const next = async (name: string) => {
+      const shown = await at(name, "next");
+      expect(shown).toBe(api.recurring.find((r) => r.name === name)!.nextRunAt);
+      return new Date(shown!).getTime() - Date.now();
+    };
+    const every5In = await next("reports.every-5");
+    expect(every5In).toBeGreaterThan(-5_000);
+    expect(every5In).toBeLessThanOrEqual(300_000);
+    expect(new Date(await at("digest.nightly", "next") ?? "").getTime()).toBeGreaterThan(Date.now());
+    await next("digest.nightly");
   });
 
   it("retries the dead job; once a worker runs it, the page shows it succeeded without a reload", async () => {

@@ -34,6 +34,8 @@ describe("the dashboard page", () => {
     const html = await res.text();
     expect(html).toMatch(/^<!doctype html>/);
     expect(html).toContain('<script src="dashboard/app.js" defer></script>');
+    // One section per listing the client fills in.
+    for (const id of ["queues", "groups", "chart", "recurring", "dead"]) expect(html).toContain(`<div id="${id}"></div>`);
     // No inline script or style, nothing from another origin.
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     expect(html).not.toMatch(/<style|\sstyle=|\son\w+=/i);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   pruneRunners, renewRunner, reserveRunners, RUNNER_TTL_MS, SCHEDULER_LOCK, STARTING_GRACE_MS, startRunner, stopRunner,
 } from "../shared/fleet.ts";
+import { planRunners } from "../shared/fanout.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 
 /** The scheduler's view of the runner fleet, on a real database. */
@@ -70,5 +71,32 @@ describe("the runner fleet", () => {
     expect(decided.size).toBe(0);
     expect(await pruneRunners(t)).toBe(1);
     expect((await runnerRows()).map((r) => r.id)).toEqual([recent]);
+  });
+});
+
+describe("memory follows the work: which runner function a pass starts (planRunners)", () => {
+  const spec = { queues: ["default"], maxLeaseMs: 60_000, slots: 20, maxConcurrency: 10, light: { slots: 4 } };
+  const live = (entries: [string, number][] = []) => new Map(entries);
+
+  it("starts one light runner for an isolated job or a trickle, when no runner of it is live", () => {
+    expect(planRunners("runner", spec, 1, live(), 13)).toEqual([["runner-light", 1]]);
+    expect(planRunners("runner", spec, 4, live(), 13)).toEqual([["runner-light", 1]]);
+  });
+
+  it("starts full runners for a burst, or with no light variant", () => {
+    expect(planRunners("runner", spec, 5, live(), 13)).toEqual([["runner", 1]]);
+    expect(planRunners("runner", spec, 100, live(), 13)).toEqual([["runner", 5]]);
+    expect(planRunners("runner", { ...spec, light: undefined }, 1, live(), 13)).toEqual([["runner", 1]]);
+  });
+
+  it("counts a live light runner at its own slots and against the concurrency, and never starts a second light one", () => {
+    expect(planRunners("runner", spec, 3, live([["runner-light", 1]]), 13)).toEqual([["runner", 0]]);
+    expect(planRunners("runner", spec, 30, live([["runner-light", 1]]), 13)).toEqual([["runner", 2]]);
+    expect(planRunners("runner", { ...spec, maxConcurrency: 2 }, 300, live([["runner-light", 1]]), 13)).toEqual([["runner", 1]]);
+  });
+
+  it("starts nothing beyond the budget", () => {
+    expect(planRunners("runner", spec, 1, live(), 0)).toEqual([["runner", 0]]);
+    expect(planRunners("runner", spec, 100, live(), 2)).toEqual([["runner", 2]]);
   });
 });

@@ -10,7 +10,7 @@ import { installFakeGlobals, type Created } from "./support/sst-stubs.ts";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { defineConfig, functionSpecs, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { defineConfig, functionSpecs, LIGHT_MAX_CONCURRENCY, RUNNER_MARGIN_MS, runnerFunctions } from "../shared/config.ts";
 import config from "../leasehold.config.ts";
 import { Dimension, Metric, METRIC_DIMENSIONS, METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import { alarmSpecs, configuredQueues, LAMBDA_NAMESPACE } from "../infra/alarm-specs.ts";
@@ -307,19 +307,27 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     }
   });
 
-  it("runners: no async retries, reserved concurrency = maxConcurrency, LEASEHOLD_RUNNER set", () => {
+  it("runners: no async retries, a failed invocation wakes the scheduler, reserved concurrency = maxConcurrency, LEASEHOLD_RUNNER set", () => {
     const runnerFns = all("sst.aws.Function").filter((c) => c.args.handler === ".leasehold/functions/runner.handler");
-    expect(runnerFns).toHaveLength(Object.keys(config.runners).length);
+    expect(runnerFns.map((c) => c.name).sort()).toEqual(runnerFunctions(config).map((f) => pascal(f.name)).sort());
+    const invokeConfigs = all("aws.lambda.FunctionEventInvokeConfig");
     for (const c of runnerFns) {
       const name = c.args.environment.LEASEHOLD_RUNNER as string;
-      expect(c.args.retries).toBe(0);
-      expect(c.args.concurrency).toEqual({ reserved: config.runners[name]!.maxConcurrency });
+      expect(c.args.retries).toBeUndefined();
+      expect(invokeConfigs.find((i) => i.args.functionName === `fn-${c.name}`)?.args).toEqual({
+        functionName: `fn-${c.name}`, maximumRetryAttempts: 0, destinationConfig: { onFailure: { destination: "arn:fn-Scheduler" } },
+      });
+      const light = c.args.environment.LEASEHOLD_RUNNER_VARIANT === "light";
+      expect(c.args.concurrency).toEqual({ reserved: light ? LIGHT_MAX_CONCURRENCY : config.runners[name]!.maxConcurrency });
+      if (light) expect(c.args.memory).toBe(`${config.runners[name]!.light!.memoryMb} MB`);
     }
+    expect(invokeConfigs).toHaveLength(runnerFns.length);
   });
 
   it("the scheduler may invoke every runner and knows their function names", () => {
     const scheduler = fn("Scheduler");
-    const runnerNames = Object.keys(config.runners);
+    const runnerNames = runnerFunctions(config).map((f) => f.name);
+    expect(runnerNames).toContain("runner-light");
     expect(JSON.parse(scheduler.args.environment.LEASEHOLD_RUNNER_FUNCTIONS)).toEqual(
       Object.fromEntries(runnerNames.map((n) => [n, `fn-${pascal(n)}`])),
     );
@@ -374,7 +382,7 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     expect(api.args.link.map((l: { name: string }) => l.name)).toContain("ApiToken");
     expect(outputs.api).toBe("https://Api.example");
     expect(outputs.rescuerLogGroup).toBe("/aws/lambda/fn-Rescuer");
-    expect(outputs.deathLogGroups).toEqual([...Object.keys(config.runners).map((n) => `/aws/lambda/fn-${pascal(n)}`), "/aws/lambda/fn-Rescuer"]);
+    expect(outputs.deathLogGroups).toEqual([...runnerFunctions(config).map((f) => `/aws/lambda/fn-${pascal(f.name)}`), "/aws/lambda/fn-Rescuer"]);
   });
 
   it("safety-net crons trigger the scheduler and rescuer on the configured schedules", () => {

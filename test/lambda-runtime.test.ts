@@ -101,6 +101,7 @@ describe("local Lambda runtime", () => {
       functions: [
         fixture("echo", "echo"),
         fixture("fails", "throw"),
+        fixture("fails-onward", "throw", { onFailure: "echo" }),
         fixture("sleep", "sleep"),
         fixture("victim", "sleep", { timeoutSeconds: 10 }),
         fixture("hog", "allocate"),
@@ -146,6 +147,23 @@ describe("local Lambda runtime", () => {
     expect(out.StatusCode).toBe(202);
     await runtime.idle();
     expect(lines).toContainEqual({ functionName: "echo", requestId: out.$metadata.requestId, line: 'event {"async":true}' });
+  });
+
+  it("sends a failed Event invocation to its on-failure destination with Lambda's record, and a successful or synchronous one nowhere", async () => {
+    const failed = await invoke(client, "fails-onward", { job: 7 }, { InvocationType: "Event" });
+    await invoke(client, "fails-onward", { job: 8 });
+    await runtime.idle();
+    await runtime.idle();
+    const records = lines
+      .filter((l) => l.functionName === "echo" && l.line.startsWith("event {\"version\""))
+      .map((l) => JSON.parse(l.line.slice("event ".length)) as Body);
+    expect(records).toEqual([
+      expect.objectContaining({
+        requestContext: expect.objectContaining({ requestId: failed.$metadata.requestId, condition: "RetriesExhausted", functionArn: expect.stringContaining(":function:fails-onward") }),
+        requestPayload: { job: 7 },
+        responsePayload: expect.objectContaining({ errorType: "PaymentDeclined" }),
+      }),
+    ]);
   });
 
   it("reports a handler error as an Unhandled function error and keeps the environment", async () => {

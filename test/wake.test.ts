@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvokeCommand } from "@aws-sdk/client-lambda";
 import pg from "pg";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { flaky, hold, quick } from "./fixtures/e2e-jobs.ts";
+import { brief, flaky, hold, quick } from "./fixtures/e2e-jobs.ts";
 import { createOwnDatabase, databaseUrl } from "./support/db.ts";
 import { startStack, until, type Stack } from "./support/stack.ts";
 
@@ -92,6 +92,22 @@ describe("wake-ups, on a stack whose schedules have 2 s precision (AWS: 60 s)", 
     await until(async () => (await lateness(ids)).length === 5, 40_000, "5 retried jobs to succeed");
     const late = await lateness(ids);
     expect(p95(late)).toBeLessThan(1_000);
+  }, 60_000);
+
+  it("a retry whose backoff is shorter than its lease starts within 1 s of its run_at: the runner that leaves it wakes the scheduler", async () => {
+    await s.runtime.idle();
+    // The scheduler that started the runner armed at(lease expiry) and returned
+    // before the first attempts failed; the retries come due seconds before it fires.
+    const ids = (await enqueueJobs(s.t, Array.from({ length: 5 }, (_, n) => job(brief, { n })))).map((j) => j.id);
+    await wake();
+    await until(async () => (await lateness(ids)).length === 5, 30_000, "5 retried jobs to succeed");
+    const late = await lateness(ids);
+    console.log(`retry lateness (ms): ${late.map((ms) => Math.round(ms)).join(", ")}`);
+    expect(Math.min(...late)).toBeGreaterThanOrEqual(0);
+    expect(p95(late)).toBeLessThan(1_000);
+    const attempts = await s.t.admin.query<{ n: number }>(
+      `select count(*)::int as n from "${s.t.schema}".job_attempts where job_id = any($1::bigint[]) and outcome = 'failed'`, [ids]);
+    expect(attempts.rows[0]!.n).toBe(5);
   }, 60_000);
 
   it("jobs enqueued 2 s after every runner was SIGKILLed start within 2 s: a dead runner is not trusted", async () => {

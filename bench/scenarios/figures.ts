@@ -1,5 +1,5 @@
 /** The figures the scenarios report, computed from their rows and the runtime's accounting. */
-import { functionSpecs, type Config } from "../../shared/config.ts";
+import { functionSpecs, runnerFunctions, type Config } from "../../shared/config.ts";
 import type { FunctionStats } from "../../dev/lambda/pool.ts";
 import { percentile, round } from "../stats.ts";
 import type { JobTimeline } from "./harness.ts";
@@ -50,7 +50,7 @@ export function lambdaUse(config: Config, before: Record<string, FunctionStats>,
   let invocations = 0;
   let gbSeconds = 0;
   let initGbSeconds = 0;
-  const counted = new Set([...Object.keys(config.runners), "scheduler"]);
+  const counted = new Set([...runnerFunctions(config).map((f) => f.name), "scheduler"]);
   for (const [fn, a] of Object.entries(after)) {
     const b = before[fn];
     const d = {

@@ -20,7 +20,7 @@ import { scheduledEvent } from "../../dev/lambda/schedule.ts";
 import { LOCAL_REGION } from "../../dev/lambda/lambda-env.ts";
 import { startWsRelay } from "../../dev/ws-relay.ts";
 import { createSchedulerWaker } from "../../functions/waker.ts";
-import { defineConfig, type Config, type configSchema } from "../../shared/config.ts";
+import { defineConfig, runnerFunctions, type Config, type configSchema } from "../../shared/config.ts";
 import { localFunctions } from "../../dev/functions.ts";
 import appConfig from "../../leasehold.config.ts";
 import type { Pool, Store } from "../../shared/db.ts";
@@ -133,7 +133,8 @@ export async function startScenarioStack(options: ScenarioStackOptions): Promise
     const runtime = await startLambdaRuntime({
       functions: localFunctions({ root: ROOT, config, jobsModule: SCENARIO_JOBS }).filter((f) => f.name !== "api" && f.name !== "migrate"),
       rootDir: ROOT,
-      maxConcurrency: Object.fromEntries(Object.entries(config.runners).map(([name, r]) => [name, r.maxConcurrency])),
+      maxConcurrency: Object.fromEntries(runnerFunctions(config).map((f) => [f.name, f.maxConcurrency])),
+      schedulePrecisionMs: config.wake.precisionMs,
       idleEnvironmentMs: options.idleEnvironmentMs,
       env: {
         DATABASE_URL: options.databaseUrl,
@@ -199,7 +200,7 @@ export async function startScenarioStack(options: ScenarioStackOptions): Promise
       }
       return victims;
     };
-    const runnerNames = new Set(Object.keys(config.runners));
+    const runnerNames = new Set(runnerFunctions(config).map((f) => f.name));
 
     return {
       name: options.name, schema, config, pool, store, runtime, lambda, waker, wakes, logs,
@@ -343,7 +344,7 @@ export async function drain(stack: Pick<ScenarioStack, "pool" | "schema">, deadl
 /** Waits until no runner invocation is in flight (the scheduler's cron may go on). */
 export async function runnersIdle(stack: Pick<ScenarioStack, "runtime" | "config">, deadline: number): Promise<boolean> {
   for (;;) {
-    if (Object.keys(stack.config.runners).every((name) => stack.runtime.running(name) === 0)) return true;
+    if (runnerFunctions(stack.config).every((f) => stack.runtime.running(f.name) === 0)) return true;
     if (Date.now() > deadline) return false;
     await sleep(100);
   }

@@ -1,3 +1,4 @@
+import { runnerFunctions } from "../../shared/config.ts";
 import { job } from "../../shared/enqueue.ts";
 import { wait } from "../../test/fixtures/scenario-jobs.ts";
 import { lambdaUse, percentile, round, runnersIdle, sleep, startScenarioStack, type LambdaUse, type ScenarioStack } from "./harness.ts";
@@ -128,13 +129,13 @@ export async function runLatency(env: ScenarioEnv, profile: Profile, params: Lat
       }
       await runnersIdle(s, Date.now() + 30_000);
       const after = s.stats();
-      const cold = Object.keys(s.config.runners).reduce((n, fn) => n + (after[fn]?.coldStarts ?? 0) - (before[fn]?.coldStarts ?? 0), 0);
+      const cold = runnerFunctions(s.config).map((f) => f.name).reduce((n, fn) => n + (after[fn]?.coldStarts ?? 0) - (before[fn]?.coldStarts ?? 0), 0);
       return summarize(trials, cold, lambdaUse(s.config, before, after));
     };
     const warm = await run(quiet);
     const cold = await run(async () => {
       await quiet();
-      for (const pid of s.killIdleProcesses("runner")) {
+      for (const pid of runnerFunctions(s.config).flatMap((f) => s.killIdleProcesses(f.name))) {
         while (alive(pid)) await sleep(10);
       }
       await sleep(50);

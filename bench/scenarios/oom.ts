@@ -1,3 +1,4 @@
+import { runnerFunctions } from "../../shared/config.ts";
 import { job } from "../../shared/enqueue.ts";
 import { hog, wait } from "../../test/fixtures/scenario-jobs.ts";
 import { dist, drain, lambdaUse, readTimelines, round, runnersIdle, sleep, startScenarioStack, withLease, type AttemptRow, type Dist, type LambdaUse } from "./harness.ts";
@@ -69,7 +70,7 @@ export async function runOom(env: ScenarioEnv, profile: Profile, params: OomPara
 
     const h = jobs.find((j) => j.id === hogJob!.id)!;
     const ordinary = jobs.filter((j) => j.group === "ordinary");
-    const runners = Object.keys(s.config.runners);
+    const runners = runnerFunctions(s.config).map((f) => f.name);
     const deaths = runners.reduce((acc, fn) => ({
       killed: acc.killed + (lambda.byFunction[fn]?.kills ?? 0),
       outOfMemory: acc.outOfMemory + (lambda.byFunction[fn]?.outOfMemory ?? 0),

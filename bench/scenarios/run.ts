@@ -10,7 +10,8 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { COST_FULL, COST_QUICK, PRICES, runCost, type CostResult } from "./cost.ts";
+import { COST_FULL, COST_QUICK, runCost, type CostResult } from "./cost.ts";
+import { costReport } from "./cost-report.ts";
 import { DEFAULT_DATABASE_URL, type Dist } from "./harness.ts";
 import { LATENCY_FULL, LATENCY_QUICK, runLatency, type LatencyResult, type LatencyRun } from "./latency.ts";
 import { MIX_FULL, MIX_QUICK, runMix, type MixResult } from "./mix.ts";
@@ -181,45 +182,12 @@ export function scenarioReport(results: ScenarioResults): string {
     out.push("Parts are p50 ms after the enqueue (jobs.created_at): wake invoke accepted → scheduler reserved a runner → runner invocation registered (after init and its first connection) → claim → handler start.");
   }
 
-  const c = results.cost;
-  if (c) {
-    out.push(`### Lambda cost per 10,000 jobs (runner + scheduler, from the runtime's accounting)`);
-    const cost = (name: string, x: { invocations: number; gbSeconds: number; dollarsPerMillion: number; dollarsPerMillionWithInit: number }) =>
-      [name, x.invocations, x.gbSeconds, `$${x.dollarsPerMillion.toFixed(2)}`, `$${x.dollarsPerMillionWithInit.toFixed(2)}`];
-    const rows = [cost(`Leasehold, ${c.params.jobs} jobs at once`, c.burst)];
-    if (l) {
-      const isolated = (r: LatencyRun) => ({
-        invocations: round2((r.lambda.invocations / r.trials) * 10_000), gbSeconds: round2((r.lambda.gbSeconds / r.trials) * 10_000),
-        dollarsPerMillion: ((r.lambda.invocations * PRICES.lambdaPerRequest + r.lambda.gbSeconds * PRICES.lambdaPerGbSecond) / r.trials) * 1e6,
-        dollarsPerMillionWithInit: ((r.lambda.invocations * PRICES.lambdaPerRequest + (r.lambda.gbSeconds + r.lambda.initGbSeconds) * PRICES.lambdaPerGbSecond) / r.trials) * 1e6,
-      });
-      rows.push(cost("Leasehold, each job into an idle queue (warm)", isolated(l.warm)));
-    }
-    if (x) {
-      const jobs = x.waiting.enqueued + x.cpu.enqueued + x.sweeps.length;
-      rows.push(cost(`Leasehold, mix scenario (${jobs} jobs, crons included)`, {
-        invocations: round2((x.lambda.invocations / jobs) * 10_000), gbSeconds: round2((x.lambda.gbSeconds / jobs) * 10_000),
-        dollarsPerMillion: ((x.lambda.invocations * PRICES.lambdaPerRequest + x.lambda.gbSeconds * PRICES.lambdaPerGbSecond) / jobs) * 1e6,
-        dollarsPerMillionWithInit: ((x.lambda.invocations * PRICES.lambdaPerRequest + (x.lambda.gbSeconds + x.lambda.initGbSeconds) * PRICES.lambdaPerGbSecond) / jobs) * 1e6,
-      }));
-    }
-    rows.push(cost("SQS + Lambda, batch size 10 (modelled)", c.sqs));
-    out.push(table(["setup", "invocations", "GB-s", "$ per 1M jobs", "$ per 1M jobs, init billed"], rows));
-    out.push(
-      `Prices (us-east-1 list, x86, as given in issue 7, not re-checked; stated ${PRICES.asOf}): Lambda $0.20 per 1M requests, $0.0000166667 per GB-s; SQS $0.40 per 1M requests; free tiers ignored. ` +
-        `Leasehold: runner 1,024 MB, scheduler 256 MB; Neon/Postgres compute not included. "init billed": Lambda bills the INIT phase of on-demand functions since 1 Aug 2025; the runtime's gbSeconds leave init out, so it is added from its initMs. ` +
-        `SQS + Lambda: per job one SendMessage, 1/10 ReceiveMessage and 1/10 DeleteMessageBatch (${c.sqs.sqsRequestsPerJob} SQS requests), 1/10 Lambda invocation running 10 handlers one after another at 1,024 MB with the same mean handler time (${c.burst.handlerMeanMs} ms); ` +
-        "empty long-poll receives of the event source mapping (a steady cost when idle) and cold-start init are not counted. " +
-        `Fixed cost not in the table: on an empty queue each cron tick of the scheduler makes its idle passes and returns — one idle tick billed ${c.idleCron.billedMs} ms (${c.idleCron.gbSeconds} GB-s); ` +
-        `every ${c.idleCron.periodMs / 1000} s that is $${c.idleCron.dollarsPerMonth.toFixed(2)} a month of Lambda with no jobs at all (and a database query every second).`,
-    );
-  }
+  if (results.cost) out.push(...costReport(results.cost, l?.warm, x));
 
   for (const [name, err] of Object.entries(results.errors)) out.push(`**${name} failed:** \`${err.split("\n")[0]}\``);
   return out.join("\n\n") + "\n";
 }
 
-const round2 = (x: number) => Math.round(x * 10) / 10;
 
 // ---------------------------------------------------------------------------
 // CLI

@@ -132,7 +132,13 @@ export async function startLambdaRuntime(options: LambdaRuntimeOptions): Promise
     const requestId = randomUUID();
     if (type === "DryRun") return { status: "accepted", requestId };
     if (type === "Event") {
-      void pool.enqueue(requestId, payload).then((report) => finished(name, requestId, report));
+      void pool.enqueue(requestId, payload).then((report) => {
+        finished(name, requestId, report);
+        const destination = specs.get(name)?.onFailure;
+        if (destination && report.outcome.kind === "error") {
+          void invoke(destination, "Event", failureRecord(name, requestId, payload, report), false);
+        }
+      });
       return { status: "accepted", requestId };
     }
     if (tail) tails.set(requestId, []);
@@ -180,6 +186,28 @@ export async function startLambdaRuntime(options: LambdaRuntimeOptions): Promise
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * What Lambda sends an on-failure destination after an asynchronous
+ * invocation failed with no retry left (the runners have none).
+ */
+function failureRecord(name: string, requestId: string, payload: string, report: InvocationReport): string {
+  const { outcome } = report;
+  let requestPayload: unknown = payload;
+  try {
+    requestPayload = JSON.parse(payload);
+  } catch {
+    // kept as text
+  }
+  return JSON.stringify({
+    version: "1.0",
+    timestamp: new Date().toISOString(),
+    requestContext: { requestId, functionArn: `${functionArn(name)}:$LATEST`, condition: "RetriesExhausted", approximateInvokeCount: 1 },
+    requestPayload,
+    responseContext: { statusCode: 200, executedVersion: "$LATEST", functionError: "Unhandled" },
+    responsePayload: outcome.kind === "error" ? outcome.error : null,
+  });
 }
 
 function validateSpec(spec: FunctionSpec): FunctionSpec {

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { RUNNER_MARGIN_MS } from "../../shared/config.ts";
 import type { Registry } from "../../shared/job.ts";
 import { runSession } from "../../shared/session.ts";
+import { environmentLinger } from "../../shared/runner/linger.ts";
 import type { WorkerSummary } from "../../shared/worker.ts";
 import { tokenMatches } from "../api/auth.ts";
 import { edgeConfig, edgeLog, edgeReportDeaths, edgeSchema, edgeSecret, openEdgePool, type EdgeEnv, type WaitUntil } from "./env.ts";
@@ -14,7 +15,10 @@ import { edgeConfig, edgeLog, edgeReportDeaths, edgeSchema, edgeSecret, openEdge
  * its queues exactly as the Lambda runner does (`runSession`), counting its
  * remaining time down from the configured wall-time budget (Workers have no
  * remaining-time clock), and ends the body with its summary. Its Neon pool
- * lives and dies within the invocation.
+ * lives and dies within the invocation. Unlike the Lambda runner, it wakes
+ * nothing when it leaves a retry or a released job behind
+ * (`summary.leftQueued`): the edge has no wake-up path, and the edge
+ * scheduler's next Cron Trigger (each minute) starts it, up to 60 s late.
  */
 export const RUN_PATH = "/leasehold/run";
 export const SECRET_HEADER = "x-leasehold-runner-secret";
@@ -62,6 +66,8 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
         remainingMs: () => runner.wallMs - (Date.now() - startedAt),
         marginMs: RUNNER_MARGIN_MS,
         idleMs: runner.idleMs,
+        // Per isolate, as a Lambda runner's per environment: arrivals seen by earlier runs count.
+        linger: runner.linger === "fixed" ? "fixed" : environmentLinger(name, runner.pollMs, runner.idleMs),
         pollMs: runner.pollMs,
         log: edgeLog,
         reportDeaths: edgeReportDeaths(env),

@@ -1,6 +1,7 @@
 import type { Store } from "../db.ts";
 import type { Registry } from "../job.ts";
 import type { Clock } from "./clock.ts";
+import type { Linger } from "./linger.ts";
 
 /** What `runWorker` takes, tells and returns (shared/worker.ts). */
 
@@ -32,8 +33,15 @@ export interface WorkerOptions {
   maxLeaseMs?: number;
   /** Default: share each claim between the groups with ready jobs; false: priority order only. */
   fair?: boolean;
-  /** Exit after this long with nothing to claim and nothing running. */
+  /** Exit after this long with nothing to claim and nothing running (with `linger: "adaptive"`, at most this long). */
   idleMs?: number;
+  /**
+   * `fixed` (default): linger `idleMs`. `adaptive`: linger only as long as the
+   * arrivals seen make another likely, one poll for an isolated job
+   * (shared/runner/linger.ts). A `Linger` instance: adaptive, with the
+   * arrivals earlier runs saw too (one kept per warm environment).
+   */
+  linger?: "fixed" | "adaptive" | Linger;
   /** Wait between claims that found nothing. */
   pollMs?: number;
   /** Stay (claiming every `pollMs`) at least until this time on `clock`: started ahead of a due job. */
@@ -78,6 +86,12 @@ export interface WorkerSummary {
   released: number;
   /** Settles refused by fencing (the lease had been lost) or abandoned when it ran out. */
   stale: number;
+  /**
+   * Jobs this runner put back in the queue (a retry after its backoff, a
+   * release) and did not run again itself: work that only a wake-up starts
+   * once this runner is gone.
+   */
+  leftQueued: number;
   /** Why the loop ended. */
   exit: "idle" | "time" | "database";
 }

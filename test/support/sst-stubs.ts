@@ -53,7 +53,7 @@ export function installFakeGlobals(created: Created[], root: string, app = { nam
       RolePolicy: resource("aws.iam.RolePolicy"),
     },
     scheduler: { Schedule: resource("aws.scheduler.Schedule") },
-    lambda: { Invocation: resource("aws.lambda.Invocation") },
+    lambda: { Invocation: resource("aws.lambda.Invocation"), FunctionEventInvokeConfig: resource("aws.lambda.FunctionEventInvokeConfig") },
     sns: { TopicSubscription: resource("aws.sns.TopicSubscription") },
     cloudwatch: {
       MetricAlarm: resource("aws.cloudwatch.MetricAlarm"),

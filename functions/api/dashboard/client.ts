@@ -161,11 +161,12 @@ export const DASHBOARD_JS = String.raw`"use strict";
   }
 
   async function refreshOverview(g) {
-    const [queues, groups, throughput, dead] = await Promise.all([
+    const [queues, groups, throughput, dead, recurring] = await Promise.all([
       api("GET", "v1/queues"),
       api("GET", "v1/groups"),
       api("GET", "v1/throughput?minutes=" + MINUTES),
       api("GET", "v1/jobs?status=dead&limit=" + DEAD_LIMIT),
+      api("GET", "v1/recurring"),
     ]);
     const keys = new Set(dead.jobs.map((j) => j.id + "@" + j.finishedAt));
     for (const key of attemptsCache.keys()) if (!keys.has(key)) attemptsCache.delete(key);
@@ -184,6 +185,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     render("queues", queues.queues, queueTable);
     render("groups", groups.groups, groupTable);
     render("chart", throughput.buckets, chart);
+    render("recurring", recurring.recurring, recurringTable);
     const retried = ids.map((id) => retriedJobs.get(id)).filter(Boolean)
       .map((j) => ({ id: j.id, name: j.name, queue: j.queue, status: j.status, attempts: j.attempts, finishedAt: j.finishedAt }));
     $("retried-section").hidden = retried.length === 0;
@@ -217,6 +219,19 @@ export const DASHBOARD_JS = String.raw`"use strict";
       h("tbody", {}, groups.map((g) => h("tr", { "data-queue": g.queue, "data-group": g.group === null ? "" : g.group },
         h("td", {}, g.queue), h("th", { scope: "row" }, g.group === null ? "—" : g.group), num(g.ready),
         h("td", { class: "num" + (g.running > 0 ? " running" : "") }, g.running), num(g.limit)))));
+  }
+
+  // A time as a <time> element (the instant in its datetime attribute), shown in this browser zone.
+  const when = (iso) => (iso ? h("time", { datetime: iso }, time(iso)) : h("span", { class: "muted" }, "—"));
+  function recurringTable(jobs) {
+    if (jobs.length === 0) return h("p", { class: "empty" }, "No recurring jobs are declared (jobs/index.ts exports none).");
+    return h("table", { class: "recurring" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Job"), h("th", {}, "Cron"), h("th", {}, "Time zone"),
+        h("th", { title: "a tick delivered late: skip it, or run it late" }, "Missed ticks"), h("th", {}, "Last tick"), h("th", {}, "Next run"))),
+      h("tbody", {}, jobs.map((r) => h("tr", { "data-recurring": r.name },
+        h("th", { scope: "row" }, r.name), h("td", {}, r.jobName), h("td", {}, h("code", {}, r.cron)), h("td", {}, r.timeZone),
+        h("td", {}, r.missed === "run" ? "run late" : "skip"), h("td", { class: "last" }, when(r.lastTickAt)),
+        h("td", { class: "next" }, when(r.nextRunAt))))));
   }
 
   const SERIES = [
