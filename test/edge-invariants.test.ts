@@ -84,8 +84,9 @@ describe("the edge runner's invariants, in workerd", () => {
     expect(await runOnEdge(edge)).toMatchObject({ claimed: 1, timedOut: 1, succeeded: 0 });
     const started = oracle.find((h) => h.event === "start")!;
     const aborted = oracle.find((h) => h.event === "aborted")!;
-    // Lease 2,000 ms, settle margin 500 ms: aborted at 1,500 ms, never after the lease.
-    expect(aborted.at - started.at).toBeGreaterThanOrEqual(1_400);
+    // Lease 2,000 ms from the claim, settle margin 500 ms: aborted 1,500 ms after the claim (the
+    // handler starts a little later), never after the lease.
+    expect(aborted.at - started.at).toBeGreaterThanOrEqual(1_000);
     expect(aborted.at - started.at).toBeLessThan(2_000);
     expect(await jobRow(id)).toMatchObject({ status: "dead", attempts: 1 });
     const [a] = await attempts(id);

@@ -5,6 +5,7 @@ import pg from "pg";
 import type { Pool } from "../../shared/db.ts";
 import { enqueueJobs, job } from "../../shared/enqueue.ts";
 import { migrate } from "../../shared/migrate.ts";
+import { DEFAULT_QUERY_TIMEOUT_MS } from "../../shared/drivers/options.ts";
 import { rescueExpiredLeases } from "../../shared/rescue.ts";
 import { faultJob } from "../fixtures/fault-jobs.ts";
 import { checkFaults, readJobRows, type FaultVerdict } from "./fault-checker.ts";
@@ -115,7 +116,9 @@ export async function runFaultScenario(o: FaultRunOptions): Promise<FaultRunResu
   const durationMs = Date.now() - t0;
   stopped = true;
   await faults;
-  await fleet.stop((o.fleet.idleMs ?? 1_000) + 3_000);
+  // A worker's last writes may each wait out one query timeout on a connection
+  // cut under them before they are retried: "stuck" is well beyond that.
+  await fleet.stop((o.fleet.idleMs ?? 1_000) + DEFAULT_QUERY_TIMEOUT_MS + 3_000);
   await rescuer;
   // Lost means nothing will ever run it: first let the stopped workers' leases expire and be rescued.
   const { rows: [held] } = await admin.query<{ wait_ms: number | null }>(
