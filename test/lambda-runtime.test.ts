@@ -302,7 +302,7 @@ describe("local Lambda runtime, on its own", () => {
     const events = lines.filter((l) => l.line.startsWith("event ")).map((l) => JSON.parse(l.line.slice(6)) as Body);
     expect(events[0]).toMatchObject({ "detail-type": "Scheduled Event", source: "aws.events", region: "us-east-1", detail: {} });
     expect(runtime.stats().plain?.invocations).toBe(0);
-  });
+  }, 20_000); // a cold start (tsx, a TypeScript fixture) and two ticks, on a shared 2-core host
 
   it("refuses to start with an invalid schedule", async () => {
     const functions = [fixture("bad", "echo", { schedule: "rate(5 minute)" })];
