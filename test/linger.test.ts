@@ -23,6 +23,16 @@ describe("the adaptive linger (pure policy, injected clock)", () => {
     expect(linger.ms()).toBe(50);
   });
 
+  it("stays `isolatedMs` after an isolated job when given (the deployed runners: 0), and a stream's pace all the same", async () => {
+    const clock = new ManualClock();
+    const linger = new Linger(clock, { minMs: 50, maxMs: 2_000, isolatedMs: 0 });
+    linger.arrived();
+    expect(linger.ms()).toBe(0);
+    await clock.advance(300);
+    linger.arrived();
+    expect(linger.ms()).toBe(450);
+  });
+
   it("stays a little longer than the longest recent gap of a stream", async () => {
     const { clock, linger } = make();
     for (const gap of [0, 300, 200, 400]) {

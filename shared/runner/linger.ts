@@ -10,7 +10,8 @@ import { systemClock, type Clock } from "./clock.ts";
  * - an arrival is work found after the runner had nothing to do (its first
  *   claim, or a claim after an idle spell), noted at `clock.now()`;
  * - with fewer than two arrivals (an isolated job, or one burst) it stays
- *   `minMs` (one poll) and exits;
+ *   `isolatedMs` (default `minMs`, one poll; the deployed runners: 0, so
+ *   the claim that finds the queue empty is the last) and exits;
  * - with a stream, it expects the next arrival within the longest of the
  *   last `window` gaps between arrivals, and stays `slack` times that;
  * - a stream too sparse for that to fit within `maxMs` (the configured idle
@@ -20,6 +21,8 @@ import { systemClock, type Clock } from "./clock.ts";
 export interface LingerOptions {
   /** The shortest stay: one poll. */
   minMs: number;
+  /** The stay after fewer than two arrivals; default `minMs`. */
+  isolatedMs?: number;
   /** The longest stay (the runner's `idleMs`). */
   maxMs: number;
   /** Gaps between arrivals looked at. */
@@ -47,7 +50,7 @@ export class Linger {
   /** How long to stay idle, counted from the end of the last work. */
   ms(): number {
     const { minMs, maxMs } = this.o;
-    if (this.arrivals.length < 2) return Math.min(minMs, maxMs);
+    if (this.arrivals.length < 2) return Math.min(this.o.isolatedMs ?? minMs, maxMs);
     let longest = 0;
     for (let i = 1; i < this.arrivals.length; i++) longest = Math.max(longest, this.arrivals[i]! - this.arrivals[i - 1]!);
     const stay = Math.ceil(longest * this.slack);
@@ -63,10 +66,11 @@ const environment = new Map<string, Linger>();
  * environment, a Worker isolate), kept across its invocations: a warm runner
  * woken once per job of a stream learns the stream's pace from the jobs its
  * earlier invocations saw and stays for the next; a job after a long quiet
- * still leaves after one poll.
+ * leaves as soon as a claim finds nothing more (an isolated job so costs its
+ * runner a claim, the job and a settle: no linger).
  */
 export function environmentLinger(name: string, pollMs: number, idleMs: number): Linger {
   let linger = environment.get(name);
-  if (!linger) environment.set(name, (linger = new Linger(systemClock, { minMs: pollMs, maxMs: idleMs })));
+  if (!linger) environment.set(name, (linger = new Linger(systemClock, { minMs: pollMs, maxMs: idleMs, isolatedMs: 0 })));
   return linger;
 }
