@@ -97,8 +97,10 @@ describe("the edge runner's invariants, in workerd", () => {
   });
 
   it("gives back the jobs it cannot start before its budget runs out, uncharged, before their leases end", async () => {
-    // 6.5 s budget less the 5 s margin: 1.5 s for 1 s leases, 300 ms each, 2 at a time.
-    const edge = await start({ wallMs: 6_500, maxLeaseMs: 1_000, slots: 2, prefetch: 10, idleMs: 5_000 });
+    // 6.5 s budget less the 5 s margin: 1.5 s for 1 s leases, 300 ms each, 2 at a time. A fixed
+    // 5 s linger: the runner stays until its time ends (adaptive, it would leave as soon as the
+    // queued jobs' leases no longer fit its time, before they all were given back).
+    const edge = await start({ wallMs: 6_500, maxLeaseMs: 1_000, slots: 2, prefetch: 10, idleMs: 5_000, linger: "fixed" });
     await enqueueJobs(db, Array.from({ length: 12 }, (_, n) => job(type("edge.slow"), { n })));
     const summary = await runOnEdge(edge);
     expect(summary.exit).toBe("time");
