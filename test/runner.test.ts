@@ -52,7 +52,9 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
       name: `work-${driver}`, schema: z.object({ n: z.number() }), queue, leaseMs: 3_000, backoffMs: 0,
       handler: async ({ n }) => {
         oracle.events.push({ id: n, event: "start" });
-        await sleep(5 + (n % 15));
+        // Long enough that the run spans several kill rounds: a run that ends before a busy
+        // connection is cut tests nothing (it finished in 1 s on a fast host).
+        await sleep(20 + (n % 30));
         oracle.events.push({ id: n, event: "end" });
       },
     });
@@ -64,7 +66,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     let killing = true;
     const killer = (async () => {
       while (killing) {
-        await sleep(250 + Math.random() * 250);
+        await sleep(150 + Math.random() * 150);
         const { rows } = await t.admin.query<{ n: number }>(
           "select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where application_name = $1", [app]);
         terminated += rows[0]!.n;
