@@ -297,7 +297,7 @@ describe("local Lambda runtime, on its own", () => {
       schedules: true,
       scheduleOverrideMs: 100,
     });
-    await until(() => (runtime.stats().tick?.invocations ?? 0) >= 2);
+    await until(() => (runtime.stats().tick?.invocations ?? 0) >= 2, 15_000);
     await runtime.close();
     const events = lines.filter((l) => l.line.startsWith("event ")).map((l) => JSON.parse(l.line.slice(6)) as Body);
     expect(events[0]).toMatchObject({ "detail-type": "Scheduled Event", source: "aws.events", region: "us-east-1", detail: {} });
