@@ -1,10 +1,10 @@
 import { buildSync } from "esbuild";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { basename, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { functionSpecs, type Config, type FunctionSpec } from "../shared/config.ts";
-import { ENTRY_KINDS, entryHandler, writeEntries } from "../functions/entries.ts";
+import { ENTRY_KINDS, writeEntries } from "../functions/entries.ts";
 
 /** This package's handler factories, as a path (local runs import them directly). */
 const FACTORIES = fileURLToPath(new URL(`../functions/lambda${import.meta.url.endsWith(".js") ? ".js" : ".ts"}`, import.meta.url));
@@ -51,5 +51,5 @@ export function localFunctions(o: { root: string; config: Config; jobsModule: st
       rmSync(staging, { recursive: true, force: true }); // another stack moved the same build in first
     }
   }
-  return functionSpecs(o.config, entryHandler(o.root, join(bundles, "runner.mjs")).replace(/\/runner\.handler$/, ""));
+  return functionSpecs(o.config, relative(o.root, bundles).split(sep).join("/"));
 }

@@ -30,9 +30,8 @@ const TSX_LOADER_URL = pathToFileURL(createRequire(import.meta.url).resolve("tsx
 let plainChild: string | undefined;
 function childCommand(handler: string, rootDir: string): { execArgv: string[]; script: string } {
   const module = handler.slice(0, handler.indexOf(".", handler.lastIndexOf("/") + 1));
-  const plain = !CHILD_SOURCE.endsWith(".ts") || [".mjs", ".js"].some((ext) => existsSync(join(rootDir, module + ext)))
-    && ![".ts", ".mts"].some((ext) => existsSync(join(rootDir, module + ext)));
-  if (!plain) return { execArgv: ["--import", TSX_LOADER_URL], script: CHILD_SOURCE };
+  const typescript = [".ts", ".mts"].some((ext) => existsSync(join(rootDir, module + ext)));
+  if (CHILD_SOURCE.endsWith(".ts") && typescript) return { execArgv: ["--import", TSX_LOADER_URL], script: CHILD_SOURCE };
   if (CHILD_SOURCE.endsWith(".js")) return { execArgv: [], script: CHILD_SOURCE };
   plainChild ??= (() => {
     const { outputFiles } = buildSync({ entryPoints: [CHILD_SOURCE], bundle: true, platform: "node", format: "esm", write: false, logLevel: "error" });
