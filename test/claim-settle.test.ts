@@ -126,6 +126,18 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
     expect(await row(id)).toMatchObject({ status: "queued", attempts: 0 });
   });
 
+  it("gives every job of one claim a token of its own", async () => {
+    const queue = freshQueue();
+    await enqueueJobs(t, Array.from({ length: 50 }, (_, n) => job(noop, { n }, { queue })));
+    const jobs = await claimJobs(t, { queue, runnerId: "r1", limit: 50, maxLeaseMs: 60_000 });
+    expect(jobs).toHaveLength(50);
+    expect(new Set(jobs.map((j) => j.leaseToken)).size).toBe(50);
+    // A token one job holds settles no other job.
+    const [a, b] = jobs;
+    expect((await completeJobs(t, [{ id: a!.id, leaseToken: b!.leaseToken }])).size).toBe(0);
+    expect((await completeJobs(t, [a!])).size).toBe(1);
+  });
+
   it("fails into a retry with backoff, then into dead on the last attempt", async () => {
     const queue = freshQueue();
     const { id } = await enqueue(t, noop, { n: 1 }, { queue, maxAttempts: 2 });
