@@ -71,19 +71,20 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     held.delete(id);
     const outcome = kind === "failed" ? (info?.outcome ?? "failed") : kind;
     const durationMs = info ? clock.now() - info.at : 0;
-    const fields = { jobId: id, attempt: info?.attempt, runnerId, outcome, durationMs, name: info?.name };
+    // Built only for a line that is logged: most outcomes are quiet successes.
+    const fields = () => ({ jobId: id, attempt: info?.attempt, runnerId, outcome, durationMs, name: info?.name });
     if (!accepted) {
       summary.stale++;
-      log.warn(abandoned ? "settle abandoned: lease ran out while the database was unreachable" : "stale settle refused: lease lost", fields);
+      log.warn(abandoned ? "settle abandoned: lease ran out while the database was unreachable" : "stale settle refused: lease lost", fields());
     } else if (outcome === "succeeded") summary.succeeded++;
     else if (outcome === "failed") summary.failed++;
     else if (outcome === "timeout") summary.timedOut++;
     else summary.released++;
-    if (accepted && outcome !== "succeeded" && outcome !== "released") log.info(`job ${outcome}`, { ...fields, status });
+    if (accepted && outcome !== "succeeded" && outcome !== "released") log.info(`job ${outcome}`, { ...fields(), status });
     if (accepted && (outcome === "released" || status === "queued")) leftQueued.add(id);
     else if (accepted) leftQueued.delete(id);
     if (accepted && status === "dead") options.onDead?.([id]);
-    options.onSettled?.({
+    if (options.onSettled) options.onSettled({
       jobId: id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0,
       outcome, accepted, status, durationMs,
     });
@@ -136,7 +137,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   async function runSlot(b: Buffered): Promise<void> {
     const { job } = b;
     const type = registry.get(job.name);
-    const deadline = type ? await producer.ready(b, maxLeaseMs()) : null;
+    const deadline = type ? (producer.fresh(b) ?? (await producer.renew(b, maxLeaseMs()))) : null;
     if (deadline === null) return release(b);
     const lease = { id: job.id, leaseToken: job.leaseToken, deadline };
     hold(b);

@@ -32,6 +32,33 @@ describe("the executor", () => {
     expect(await run).toMatchObject({ outcome: "timeout", permanent: false });
   });
 
+  it("ends a handler that ignores its signal at the abort time, and hands a late reader an aborted signal", async () => {
+    const clock = new ManualClock();
+    let late: AbortSignal | undefined;
+    let finishLate!: () => void;
+    const type = defineJob({
+      name: "t", schema: z.object({}), leaseMs: 4_000,
+      // Never looks at its signal until long after the deadline.
+      handler: (_p, ctx) => new Promise<void>((resolve) => (finishLate = () => ((late = ctx.signal), resolve()))),
+    });
+    const run = executeJob({ job: claimed(4_000), type, deadline: clock.now() + 4_000, clock, context });
+    await clock.advance(3_000 - 1);
+    expect(clock.pending()).toBe(1);
+    await clock.advance(1);
+    expect(await run).toMatchObject({ outcome: "timeout" });
+    finishLate();
+    await new Promise((r) => setImmediate(r));
+    expect(late?.aborted).toBe(true);
+    expect(String(late?.reason)).toContain("about to expire");
+  });
+
+  it("leaves no timer behind once a handler finishes", async () => {
+    const clock = new ManualClock();
+    const type = defineJob({ name: "t", schema: z.object({}), handler: () => {} });
+    expect(await executeJob({ job: claimed(1_000), type, deadline: clock.now() + 1_000, clock, context })).toEqual({ outcome: "succeeded" });
+    expect(clock.pending()).toBe(0);
+  });
+
   it("keeps a quarter of a short lease, and at most two seconds of a long one, for the settle", () => {
     expect(settleMarginMs(200)).toBe(50);
     expect(settleMarginMs(2_000)).toBe(500);

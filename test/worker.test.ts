@@ -232,6 +232,30 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     expect(released).toHaveLength(summary.released);
   });
 
+  it("renews the lease of a job that waited in its buffer past the settle margin, so its handler gets the whole lease", async () => {
+    // Lease 1 s, margin 250 ms; one slot and 400 ms handlers: the second and
+    // third jobs wait in the buffer past their margin (the third until 160 ms
+    // before its first lease ends).
+    const leftAtStart: number[] = [];
+    const waited = defineJob({
+      name: "waited", schema: z.object({}), queue: "renew", leaseMs: 1_000,
+      handler: async (_p, ctx) => {
+        const { rows } = await t.admin.query<{ ms: number }>(
+          `select extract(epoch from lease_expires_at - now()) * 1000 as ms from "${t.schema}".jobs where id = $1`, [ctx.jobId]);
+        leftAtStart.push(Number(rows[0]!.ms));
+        await sleep(400);
+      },
+    });
+    await enqueueJobs(t, Array.from({ length: 3 }, () => job(waited, {})));
+    const summary = await runWorker({
+      store: t, registry: createRegistry([waited]), queues: ["renew"], runnerId: "w", slots: 1, prefetch: 2, idleMs: 100, pollMs: 20,
+    });
+    expect(summary).toMatchObject({ claimed: 3, succeeded: 3, released: 0, stale: 0 });
+    expect(leftAtStart).toHaveLength(3);
+    expect(Math.min(...leftAtStart)).toBeGreaterThan(700);
+    expect(await statuses("renew")).toEqual([{ status: "succeeded", n: 3 }]);
+  });
+
   it("holds no more slow jobs than it has slots, leaving the rest for other runners", async () => {
     const slow = defineJob({ name: "slow-hold", schema: z.object({}), queue: "hold", handler: () => sleep(150) });
     await enqueueJobs(t, Array.from({ length: 10 }, () => job(slow, {})));

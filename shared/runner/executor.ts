@@ -46,38 +46,51 @@ export interface ExecuteArgs {
  * deadline, a throw turned into a failure. A payload that no longer fits the
  * schema, or a `PermanentError`, fails the job for good. Knows nothing of
  * batches or slots.
+ *
+ * This runs once per job, so it allocates little: one promise, one timer,
+ * and the AbortController only when the handler reads `ctx.signal` (a signal
+ * read after the deadline comes already aborted). The deadline ends the run
+ * whether or not the handler listens.
  */
-export async function executeJob({ job, type, deadline, clock, context }: ExecuteArgs): Promise<Outcome> {
+export function executeJob({ job, type, deadline, clock, context }: ExecuteArgs): Promise<Outcome> {
   const parsed = (type.schema as z.ZodType).safeParse(job.payload);
   if (!parsed.success) {
-    return { outcome: "failed", permanent: true, error: `payload does not match the schema of ${job.name}: ${parsed.error.message}` };
+    return Promise.resolve({ outcome: "failed", permanent: true, error: `payload does not match the schema of ${job.name}: ${parsed.error.message}` });
   }
-  const controller = new AbortController();
-  const abortAt = deadline - settleMarginMs(job.leaseMs);
-  let cancel = () => {};
-  const timedOut = new Promise<"timeout">((resolve) => {
-    cancel = clock.after(abortAt - clock.now(), () => {
-      controller.abort(new Error(`lease of ${job.leaseMs}ms about to expire`));
-      resolve("timeout");
-    });
-  });
+  let controller: AbortController | undefined;
+  let expired = false;
+  const abortReason = () => new Error(`lease of ${job.leaseMs}ms about to expire`);
   const ctx: JobContext = {
-    ...context,
+    runnerId: context.runnerId, enqueue: context.enqueue,
     jobId: job.id, attempt: job.attempts, maxAttempts: job.maxAttempts, leaseToken: job.leaseToken,
-    signal: controller.signal,
+    get signal() {
+      if (!controller) {
+        controller = new AbortController();
+        if (expired) controller.abort(abortReason());
+      }
+      return controller.signal;
+    },
   };
-  try {
-    const result = await Promise.race([Promise.resolve().then(() => type.handler(parsed.data, ctx)), timedOut]);
-    if (result === "timeout" || controller.signal.aborted) {
-      return { outcome: "timeout", permanent: false, error: `timeout: handler ran past ${job.leaseMs - settleMarginMs(job.leaseMs)}ms of its ${job.leaseMs}ms lease` };
-    }
-    return { outcome: "succeeded" };
-  } catch (err) {
-    if (controller.signal.aborted) {
-      return { outcome: "timeout", permanent: false, error: `timeout: ${errorText(err)}` };
-    }
-    return { outcome: "failed", permanent: isPermanent(err), error: errorText(err) };
-  } finally {
-    cancel();
-  }
+  return new Promise<Outcome>((resolve) => {
+    let done = false;
+    let cancel = () => {};
+    const finish = (outcome: Outcome) => {
+      if (done) return;
+      done = true;
+      cancel();
+      resolve(outcome);
+    };
+    const abortAt = deadline - settleMarginMs(job.leaseMs);
+    cancel = clock.after(abortAt - clock.now(), () => {
+      expired = true;
+      controller?.abort(abortReason());
+      finish({ outcome: "timeout", permanent: false, error: `timeout: handler ran past ${job.leaseMs - settleMarginMs(job.leaseMs)}ms of its ${job.leaseMs}ms lease` });
+    });
+    Promise.resolve()
+      .then(() => type.handler(parsed.data, ctx))
+      .then(
+        () => finish({ outcome: "succeeded" }),
+        (err: unknown) => finish({ outcome: "failed", permanent: isPermanent(err), error: errorText(err) }),
+      );
+  });
 }

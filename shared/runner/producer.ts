@@ -74,14 +74,22 @@ export class Producer {
   }
 
   /**
-   * Makes a buffered job fit to start: a handler is owed its whole lease, so
-   * a job that waited in the buffer longer than its settle margin has its
-   * lease renewed to a full one first, if `maxLeaseMs` can still cover it.
-   * Returns the job's deadline, or null when it must be given back instead.
+   * A buffered job's deadline if it can start as it is: a handler is owed its
+   * whole lease, so a job that waited in the buffer longer than its settle
+   * margin cannot (undefined: `renew` it first).
    */
-  async ready(item: Buffered, maxLeaseMs: number): Promise<number | null> {
+  fresh(item: Buffered): number | undefined {
     const { job } = item;
-    if (item.deadline - this.o.clock.now() >= job.leaseMs - settleMarginMs(job.leaseMs)) return item.deadline;
+    return item.deadline - this.o.clock.now() >= job.leaseMs - settleMarginMs(job.leaseMs) ? item.deadline : undefined;
+  }
+
+  /**
+   * Renews a stale buffered job's lease to a full one, if `maxLeaseMs` can
+   * still cover it. Returns its new deadline, or null when it must be given
+   * back instead.
+   */
+  async renew(item: Buffered, maxLeaseMs: number): Promise<number | null> {
+    const { job } = item;
     if (job.leaseMs > maxLeaseMs) return null;
     const sentAt = this.o.clock.now();
     const renewed = await extendLease(this.o.store, job, job.leaseMs).catch(() => null);
