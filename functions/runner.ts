@@ -3,6 +3,7 @@ import { z } from "zod";
 import { lightRunner, RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { environmentLinger } from "../shared/runner/linger.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
+import { servingRules } from "../shared/serving.ts";
 import { runSession } from "../shared/session.ts";
 import type { WorkerSummary } from "../shared/worker.ts";
 import { createWaker } from "../shared/wake.ts";
@@ -47,6 +48,8 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
   if (process.env.LEASEHOLD_RUNNER_VARIANT === "light" && !light) throw new Error(`runner ${name} has no light variant in the config`);
   const fleetName = light ? lightRunner(name) : name;
   const lambda = lambdaClient();
+  // A handler's follow-ups are refused, as the API refuses them, when no runner could run them.
+  const limits = { serving: servingRules(config) };
   return (event, context) => run(event, context);
 
   async function run(event: unknown, context: Context): Promise<WorkerSummary> {
@@ -82,6 +85,7 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
         pollMs: runnerConfig.pollMs,
         waitUntil: parsed.data.waitUntil,
         onFollowUp: () => waker.wake(),
+        limits,
         log: workerLog,
         reportDeaths,
         onSettled: (e) => {

@@ -121,8 +121,11 @@ export class Leasehold {
     });
   }
 
-  /** Log groups where "job dead" lines are written: every runner, and the rescuer. */
+  /**
+   * Log groups where "job dead" lines are written: every runner, the rescuer,
+   * and the scheduler (it rescues a lease it watches as soon as it expires).
+   */
   get deathLogGroups() {
-    return [...Object.values(this.runners), this.rescuer].map((fn) => $interpolate`/aws/lambda/${fn.name}`);
+    return [...Object.values(this.runners), this.rescuer, this.scheduler].map((fn) => $interpolate`/aws/lambda/${fn.name}`);
   }
 }

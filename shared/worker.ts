@@ -114,13 +114,13 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     if (now && !opts?.dedupeKey && producer.drained && producer.buffer.length === 0 && !isolating && !suspectRunning &&
         registry.has(type.name) && type.leaseMs <= maxLeaseMs() && !type.concurrency /* only the claim admits these */) {
       const sentAt = clock.now();
-      const job = await enqueueClaimed(store, { type, payload, options: opts }, runnerId);
+      const job = await enqueueClaimed(store, { type, payload, options: opts }, runnerId, options.limits);
       summary.claimed++;
       producer.buffer.unshift({ job, deadline: sentAt + job.leaseMs });
       pump();
       return { id: job.id, existing: false };
     }
-    const result = await enqueue(store, type, payload, opts);
+    const result = await enqueue(store, type, payload, opts, options.limits);
     if (now) {
       wakeRequested = true;
       nudge();

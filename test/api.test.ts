@@ -106,7 +106,9 @@ describe.each(drivers)("HTTP API, happy paths (%s driver)", (driver) => {
     expect(cancelDead.body.error).toMatchObject({ code: "conflict", status: "dead" });
 
     const retried = await call("POST", `/v1/jobs/${job.id}/retry`);
-    expect(retried.body).toMatchObject({ status: "queued", attempts: 0 });
+    // The same job, a new generation; its attempt history is kept.
+    expect(retried.body).toMatchObject({ id: job.id, status: "queued", attempts: 0, generation: 2 });
+    expect((await call("GET", `/v1/jobs/${job.id}`)).body.attemptHistory).toMatchObject([{ attempt: 1, generation: 1, outcome: "failed" }]);
     const again = await call("POST", `/v1/jobs/${job.id}/retry`);
     expect(again.status).toBe(409);
     expect(again.body.error).toMatchObject({ code: "conflict", status: "queued" });

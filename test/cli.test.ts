@@ -255,7 +255,11 @@ export const registry = createRegistry([defineJob({ name: "ping", schema: z.obje
   it("retries a dead job; 4 when it is not dead, 3 when it does not exist", async () => {
     const id = await killOne("retry");
     const retried = await cli(["retry", id, "--json"]);
-    expect(retried.json).toMatchObject({ id, status: "queued", attempts: 0 });
+    expect(retried.json).toMatchObject({ id, status: "queued", attempts: 0, generation: 2 });
+    // `job` shows the retry as a new generation of the same job, its first attempt kept.
+    const shown = await cli(["job", id]);
+    expect(shown.stdout).toMatch(/^generation\s+2$/m);
+    expect(shown.stdout).toMatch(/^\s*1\s+1\s+failed\s+runner-1\s.*kaput$/m);
     const [again, missing] = await Promise.all([cli(["retry", id]), cli(["retry", "999999999"])]);
     expect(again).toMatchObject({ code: 4, stderr: expect.stringContaining(`job ${id} is queued; only a dead job can be retried`) });
     expect(missing.code).toBe(3);

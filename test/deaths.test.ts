@@ -5,12 +5,15 @@
  * the reason of each attempt.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { enqueue } from "../shared/enqueue.ts";
 import type { JobType } from "../shared/job.ts";
-import { killer, refused, slow, throws } from "./fixtures/e2e-jobs.ts";
+import { killer, refused, reshaped, slow, throws } from "./fixtures/e2e-jobs.ts";
 import { emfDocs, logLines, startStack, until, type Stack } from "./support/stack.ts";
 
 const WAKE = { source: "leasehold.wake" };
+/** `reshaped` as an older deploy defined it: its payloads no longer fit today's schema. */
+const reshapedBefore = { ...reshaped, schema: z.object({}) } as JobType;
 
 describe("a job's death, whichever way it dies", () => {
   let s: Stack;
@@ -32,6 +35,8 @@ describe("a job's death, whichever way it dies", () => {
     ["throws on every attempt", throws, [/^failed: Error: broken on attempt 1/, /^failed: Error: broken on attempt 2/]],
     ["times out on every attempt", slow, [/^timeout: /, /^timeout: /]],
     ["is failed for good by its handler", refused, [/^failed: PermanentError: the account is closed/]],
+    // One attempt of its three: a payload that fails its schema is a permanent failure.
+    ["no longer fits its schema when it runs", reshapedBefore, [/^failed: payload does not match the schema of e2e\.reshaped: /]],
     // Its first death may come before the runner recorded the start: that
     // attempt is given back (released), and the next deaths are charged.
     ["kills its runner", killer, [/^(released|lease_expired): runner .* (died before the handler started|did not settle by)/]],

@@ -382,7 +382,7 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
     expect(api.args.link.map((l: { name: string }) => l.name)).toContain("ApiToken");
     expect(outputs.api).toBe("https://Api.example");
     expect(outputs.rescuerLogGroup).toBe("/aws/lambda/fn-Rescuer");
-    expect(outputs.deathLogGroups).toEqual([...runnerFunctions(config).map((f) => `/aws/lambda/fn-${pascal(f.name)}`), "/aws/lambda/fn-Rescuer"]);
+    expect(outputs.deathLogGroups).toEqual([...runnerFunctions(config).map((f) => `/aws/lambda/fn-${pascal(f.name)}`), "/aws/lambda/fn-Rescuer", "/aws/lambda/fn-Scheduler"]);
   });
 
   it("safety-net crons trigger the scheduler and rescuer on the configured schedules", () => {

@@ -146,6 +146,24 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     expect(new Set(attempts.map((a) => a.runner_id))).toEqual(new Set(["chain-runner"]));
   });
 
+  it("holds a handler's follow-ups to the deployment's serving rules: a queue no runner serves is refused and nothing is written", async () => {
+    const stray = defineJob({ name: "stray", schema: z.object({}), queue: "nowhere", handler: () => {} });
+    const sender = defineJob({
+      name: "sender", schema: z.object({}), queue: "sending", maxAttempts: 1,
+      handler: async (_p, ctx) => void (await ctx.enqueue(stray, {})),
+    });
+    const { id } = await enqueue(t, sender, {});
+    const serving = new Map([["sending", 60_000]]);
+    const summary = await runWorker({
+      store: t, registry: createRegistry([sender, stray]), queues: ["sending"], runnerId: "w", slots: 1, idleMs: 100, pollMs: 20,
+      limits: { serving },
+    });
+    expect(summary).toMatchObject({ succeeded: 0, failed: 1 });
+    const { rows } = await t.admin.query(`select status::text, last_error from "${t.schema}".jobs where id = $1`, [id]);
+    expect(rows[0]).toMatchObject({ status: "dead", last_error: expect.stringMatching(/^ValidationError: .*no runner serves queue "nowhere"/) });
+    expect(await statuses("nowhere")).toEqual([]);
+  });
+
   it("keeps running when follow-ups are enqueued while every slot and the buffer are full", async () => {
     const child = defineJob({ name: "fanout-child", schema: z.object({}), queue: "fanout", handler: () => sleep(5) });
     const parent = defineJob({

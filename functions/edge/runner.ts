@@ -2,6 +2,7 @@ import { closePool } from "../../shared/db.ts";
 import { z } from "zod";
 import { RUNNER_MARGIN_MS } from "../../shared/config.ts";
 import type { Registry } from "../../shared/job.ts";
+import { servingRules } from "../../shared/serving.ts";
 import { runSession } from "../../shared/session.ts";
 import { environmentLinger } from "../../shared/runner/linger.ts";
 import type { WorkerSummary } from "../../shared/worker.ts";
@@ -41,7 +42,7 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
   if (request.method !== "POST") return Response.json({ error: "method not allowed" }, { status: 405 });
   const parsed = bodySchema.safeParse(await request.json().catch(() => null));
   if (!parsed.success) return Response.json({ error: z.prettifyError(parsed.error) }, { status: 400 });
-  const { edge } = edgeConfig(env);
+  const { config, edge } = edgeConfig(env);
   const { runner: name, invocationId } = parsed.data;
   const runner = edge.runners[name];
   if (!runner) return Response.json({ error: `no edge runner named ${name}` }, { status: 404 });
@@ -70,6 +71,8 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
         linger: runner.linger === "fixed" ? "fixed" : environmentLinger(name, runner.pollMs, runner.idleMs),
         pollMs: runner.pollMs,
         log: edgeLog,
+        // A handler's follow-ups are refused, as the API refuses them, when no runner could run them.
+        limits: { serving: servingRules(config) },
         reportDeaths: edgeReportDeaths(env),
       });
       edgeLog.info("runner done", { runnerId, runner: name, ...summary });

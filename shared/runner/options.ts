@@ -1,4 +1,5 @@
 import type { Store } from "../db.ts";
+import type { EnqueueLimits } from "../validate.ts";
 import type { Registry } from "../job.ts";
 import type { Clock } from "./clock.ts";
 import type { Linger } from "./linger.ts";
@@ -46,6 +47,12 @@ export interface WorkerOptions {
   pollMs?: number;
   /** Stay (claiming every `pollMs`) at least until this time on `clock`: started ahead of a due job. */
   waitUntil?: number;
+  /**
+   * What a handler's follow-ups (`ctx.enqueue`) are held to beyond the fixed
+   * bounds, as every enqueue with a known config: the deployment's serving
+   * rules, the payload limit. Default: the fixed bounds only.
+   */
+  limits?: EnqueueLimits;
   /** Called after a follow-up enqueue this runner will not pick up itself (another queue, or later). */
   onFollowUp?: () => void;
   log?: WorkerLog;
