@@ -164,18 +164,22 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     while (!stopping && running.size < slots && producer.buffer.length > 0 && maxLeaseMs() > 0 &&
            !(completer.unhealthy() && completer.backlog() >= slots)) {
       const b = producer.buffer.shift()!;
-      const p = runSlot(b)
-        .catch((err) => {
+      const p: Promise<void> = runSlot(b).then(
+        () => slotFreed(p),
+        (err) => {
           log.error("runner slot failed; the lease will be rescued", { jobId: b.job.id, error: String(err) });
           held.delete(b.job.id);
-        })
-        .finally(() => {
-          running.delete(p);
-          pump();
-          if (waitingForSlot) nudge();
-        });
+          slotFreed(p);
+        },
+      );
       running.add(p);
     }
+  }
+
+  function slotFreed(p: Promise<void>) {
+    running.delete(p);
+    pump();
+    if (waitingForSlot) nudge();
   }
 
   let lastWorkAt = Math.max(clock.now(), options.waitUntil ?? 0);

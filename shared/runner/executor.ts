@@ -8,6 +8,8 @@ export type Outcome =
   | { outcome: "succeeded" }
   | { outcome: "failed" | "timeout"; error: string; permanent: boolean };
 
+const SUCCEEDED: Outcome = Object.freeze({ outcome: "succeeded" });
+
 /** The most a handler's signal fires before its lease deadline. */
 export const MAX_SETTLE_MARGIN_MS = 2_000;
 
@@ -89,7 +91,7 @@ export function executeJob({ job, type, deadline, clock, context }: ExecuteArgs)
     Promise.resolve()
       .then(() => type.handler(parsed.data, ctx))
       .then(
-        () => finish({ outcome: "succeeded" }),
+        () => finish(SUCCEEDED),
         (err: unknown) => finish({ outcome: "failed", permanent: isPermanent(err), error: errorText(err) }),
       );
   });
