@@ -4,6 +4,7 @@ import { edgePhase } from "./edge.ts";
 import { fairTenantsPhase } from "./fair-tenants.ts";
 import type { LibId } from "./lib.ts";
 import { scaleOutPhase } from "./scale-out.ts";
+import { ungroupedClaimPhase } from "./ungrouped-claim.ts";
 import { batchThenExecute, enqueueOneByOne, hopChain, type Phase, type Sizes } from "./phases.ts";
 
 /** Workload sizes: the full run, and `--quick` (one run, smaller counts, no 1M backlog). */
@@ -32,6 +33,7 @@ export function defaultPlan(quick: boolean): Phase[] {
     backlogPhase("lower", quick ? 100_000 : 1_000_000, quick ? "100k" : "1m"),
     backlogPhase("ahead", quick ? 10_000 : 100_000, quick ? "10k" : "100k"),
     fairTenantsPhase,
+    ungroupedClaimPhase,
     bundlePhase,
     edgePhase,
   ];

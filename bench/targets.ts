@@ -69,5 +69,19 @@ export function evaluateTargets(r: BenchResults): TargetCheck[] {
       `with 10,000 queued: ${show(med(r, "backlog-later-10k", "leasehold", "jobs_per_s"), "jobs/s")}`,
       ratio(l, med(r, "backlog-later-10k", "leasehold", "jobs_per_s")), "1M ÷ 10k ≥ 0.8", (x) => x >= 0.8, "jobs/s");
   }
+  if (r.phases["fair-tenants"]) {
+    const fair = med(r, "fair-tenants", "leasehold", "fair_small_p95_ms");
+    add("Fair claim: five small tenants' wait p95 ≤ 1 s behind one tenant's 10,000", fair,
+      `claim ignoring groups: ${show(med(r, "fair-tenants", "leasehold", "unfair_small_p95_ms"), "ms")}`,
+      fair == null ? null : Math.round(fair) / 1000, "fair p95 ÷ 1,000 ms ≤ 1", (x) => x <= 1, "ms");
+    add("Fair claim: throughput ≥ 0.9× the claim ignoring groups, same workload", med(r, "fair-tenants", "leasehold", "fair_jobs_per_s"),
+      `claim ignoring groups: ${show(med(r, "fair-tenants", "leasehold", "unfair_jobs_per_s"), "jobs/s")}`,
+      med(r, "fair-tenants", "leasehold", "throughput_ratio"), "fair ÷ ignoring groups ≥ 0.9", (x) => x >= 0.9, "jobs/s");
+  }
+  if (r.phases["ungrouped-claim"]) {
+    add("Ungrouped jobs: execute with the fair claim within 5% of the plain claim", med(r, "ungrouped-claim", "leasehold", "fair_jobs_per_s"),
+      `plain claim: ${show(med(r, "ungrouped-claim", "leasehold", "plain_jobs_per_s"), "jobs/s")}`,
+      med(r, "ungrouped-claim", "leasehold", "ratio"), "fair ÷ plain ≥ 0.95", (x) => x >= 0.95, "jobs/s");
+  }
   return out;
 }

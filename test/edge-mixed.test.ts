@@ -1,15 +1,18 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Context } from "aws-lambda";
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import type { Miniflare } from "miniflare";
+import { createRunnerHandler } from "../functions/runner.ts";
 import { enqueueJobs, job } from "../shared/enqueue.ts";
-import { runWorker } from "../shared/worker.ts";
-import { createTestDb, type TestDb } from "./support/db.ts";
+import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 import { fireCron, startEdge, type OracleHit } from "./support/edge.ts";
 import { edgeJobs } from "./fixtures/edge/jobs.ts";
 
 /**
- * One database, two runtimes: a Node runner (the Lambda runner's loop) and
- * edge runners in workerd drain the same queue at once. The oracle records
- * each handler's start and end wherever it ran: every job runs exactly once.
+ * One database, two runtimes: the Lambda runner's handler (functions/runner.ts,
+ * called in this process with a Lambda context, its Neon pool through the
+ * local WebSocket relay) and edge runners in workerd drain the same queue at
+ * once, both registered in the one fleet. The oracle records each handler's
+ * start and end wherever it ran: every job runs exactly once.
  */
 describe("a Lambda runner and edge runners on one database", () => {
   let db: TestDb;
@@ -30,10 +33,15 @@ describe("a Lambda runner and edge runners on one database", () => {
     }, "node");
     const jobs = await enqueueJobs(db, Array.from({ length: 400 }, (_, n) => job(registry.get("edge.record")!, { n, sleepMs: 5 + (n % 4) * 5 })));
     mf = await startEdge({ schema: db.schema, oracle });
-    const [node] = await Promise.all([
-      runWorker({ store: db, registry, queues: ["default"], runnerId: "node", slots: 10, idleMs: 500, pollMs: 20 }),
-      fireCron(mf),
-    ]);
+    // The settings a deployed runner reads from its environment, as the local Lambda runtime sets them.
+    Object.assign(process.env, { DATABASE_URL: databaseUrl(), LEASEHOLD_WS_PROXY: inject("wsRelay"), LEASEHOLD_SCHEMA: db.schema });
+    const lambdaRunner = createRunnerHandler({
+      registry, runner: "runner",
+      config: { runners: { runner: { queues: ["default"], slots: 10, idleMs: 500, pollMs: 20, linger: "fixed" } } },
+    });
+    const deadline = Date.now() + 60_000;
+    const context = { awsRequestId: "lambda-runner-1", getRemainingTimeInMillis: () => deadline - Date.now() } as Context;
+    const [node] = await Promise.all([lambdaRunner({ invocationId: "lambda-runner-1" }, context), fireCron(mf)]);
     const ids = jobs.map((j) => j.id).sort();
     const runs = new Map<string, OracleHit[]>();
     for (const h of oracle) runs.set(h.job, [...(runs.get(h.job) ?? []), h]);

@@ -81,5 +81,11 @@ export function duplicatesAndHeld(jobs: readonly JobTimeline[], killedRunnerIds:
   const heldStarted = jobs.filter((j) =>
     j.attemptRows.some((a) => a.outcome === "lease_expired" && a.runnerId !== null && killedRunnerIds.has(a.runnerId) &&
       j.starts.some((s) => s.attempt === a.attempt && s.runnerId === a.runnerId)));
-  return { duplicated: duplicated.length, held: held.length, heldStarted: heldStarted.length, duplicatedIds: duplicated.map((j) => j.id) };
+  // A second run is excused only by an earlier start in a killed runner (charged lease_expired, or given back
+  // when the kill came before the start was recorded): any earlier start elsewhere is a duplicate beyond them.
+  const beyondKilled = duplicated.filter((j) => j.starts.slice(0, -1).some((s) => s.runnerId === null || !killedRunnerIds.has(s.runnerId)));
+  return {
+    duplicated: duplicated.length, held: held.length, heldStarted: heldStarted.length, duplicatedIds: duplicated.map((j) => j.id),
+    duplicatedBeyondKilledIds: beyondKilled.map((j) => j.id),
+  };
 }

@@ -40,6 +40,8 @@ export interface TenantsResult {
   lost: number;
   /** Jobs whose handler started more than once. */
   duplicated: number;
+  /** Of those, the jobs with an earlier start in a runner that was not killed: must be none. */
+  duplicatedBeyondKilled: string[];
   /** Jobs the killed runners held (a lease_expired attempt under a killed runner's id), and those of them that had started. */
   heldByKilled: number;
   heldAndStarted: number;
@@ -111,7 +113,7 @@ export async function runTenants(env: ScenarioEnv, profile: Profile, params: Ten
       jobs.filter((j) => j.group?.startsWith(group) && j.starts.length).map((j) => j.starts[0]!.at - j.createdAt);
     const completions = jobs.flatMap((j) => j.finishes).sort((a, b) => a - b);
     const stall = longestGap(completions);
-    const { duplicated, held, heldStarted } = duplicatesAndHeld(jobs, killedIds);
+    const { duplicated, held, heldStarted, duplicatedBeyondKilledIds } = duplicatesAndHeld(jobs, killedIds);
     // The kill, on the database clock: the host clock is the same one.
     const afterKill = (ms: number) => ms > killedAt;
     const firstReserve = reserved.map((r) => Number(r.ms)).find(afterKill);
@@ -122,6 +124,7 @@ export async function runTenants(env: ScenarioEnv, profile: Profile, params: Ten
       jobs: jobs.length,
       lost: jobs.filter((j) => j.status !== "succeeded").length,
       duplicated,
+      duplicatedBeyondKilled: duplicatedBeyondKilledIds,
       heldByKilled: held,
       heldAndStarted: heldStarted,
       killedRunners: killedIds.size,
