@@ -77,7 +77,19 @@ const lastSeen = new Map<string, { group: string; groups: number; at: number }>(
  * Returns the jobs in the order to start them.
  */
 export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJob[]> {
-  if (args.limit <= 0 || args.maxLeaseMs <= 0 || args.names?.length === 0) return [];
+  return (await claimBatch(store, args)).jobs;
+}
+
+/** What one claim brought: its jobs, and, when it brought any, whether suspects of its queue wait to run alone. */
+export interface ClaimBatch {
+  jobs: ClaimedJob[];
+  /** Undefined when the claim found no job (the statement returned no row to say). */
+  suspectsWaiting?: boolean;
+}
+
+/** `claimJobs`, with what the claim saw of suspects waiting. */
+export async function claimBatch(store: Store, args: ClaimArgs): Promise<ClaimBatch> {
+  if (args.limit <= 0 || args.maxLeaseMs <= 0 || args.names?.length === 0) return { jobs: [] };
   const seenKey = `${store.schema}\u0000${args.queue}`;
   const seen = lastSeen.get(seenKey) ?? { group: "", groups: 0, at: Number.NEGATIVE_INFINITY };
   // One group's fair share is the whole claim: a queue that showed one group
@@ -85,7 +97,7 @@ export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJ
   const fair = !args.suspects && args.fair !== false && !(seen.groups <= 1 && Date.now() - seen.at < FAIR_RECHECK_MS);
   const statements = args.suspects ? CLAIMS.suspects : fair ? CLAIMS.fair : CLAIMS.plain;
   const text = args.limited === false ? statements.unlimited : statements.limited;
-  const { rows } = await store.db.query<ClaimedRow & { ord: string; last_group: string | null; group_count: string }>(
+  const { rows } = await store.db.query<ClaimedRow & { ord: string; last_group: string | null; group_count: string; suspects_waiting: boolean }>(
     sql(store.schema, text),
     [
       args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId, args.names ?? null,
@@ -98,7 +110,7 @@ export async function claimJobs(store: Store, args: ClaimArgs): Promise<ClaimedJ
       ? { group: last.last_group, groups: Number(last.group_count), at: Date.now() }
       : { ...seen, groups: 0, at: Date.now() });
   }
-  return rows.sort((a, b) => Number(a.ord) - Number(b.ord)).map(toClaimed);
+  return { jobs: rows.sort((a, b) => Number(a.ord) - Number(b.ord)).map(toClaimed), suspectsWaiting: last?.suspects_waiting };
 }
 
 /** A claimed job as the database returns it. */

@@ -191,7 +191,6 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         summary.exit = "time";
         break;
       }
-      if (suspectMode === "alone" && !isolating && !suspectRunning) isolating = await producer.suspectWaiting(maxLeaseMs());
       let claimed = 0;
       if (isolating && running.size === 0 && producer.buffer.length === 0) {
         // Run suspects alone, one after the other, until none is left.
@@ -223,6 +222,13 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         if (claimed > 0 && (idleBefore || summary.claimed === 0)) linger.arrived();
         summary.claimed += claimed;
         if (claimed > 0) lastWorkAt = clock.now();
+      }
+      // Suspects waiting? After the claim, which says so itself when it
+      // brings jobs: no round trip of its own while a runner is busy. They
+      // run alone once what this runner holds has finished (at the top).
+      if (suspectMode === "alone" && !isolating && !suspectRunning && (await producer.suspectWaiting(maxLeaseMs()))) {
+        isolating = true;
+        continue;
       }
       // A follow-up job asks for a claim at once, but only with room to claim
       // into; with every slot and the buffer full, wait for a slot.

@@ -216,6 +216,41 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     expect(rows[0]).toEqual({ suspect: false, status: "succeeded" });
   });
 
+  it("learns from its claims that a suspect waits, with no query of its own, and still runs it alone", async () => {
+    const events: string[] = [];
+    let running = 0;
+    let besideSuspect = -1;
+    const work = defineJob({
+      name: "told-work", schema: z.object({ suspect: z.boolean() }), queue: "told", leaseMs: 600, backoffMs: 0, maxAttempts: 2,
+      handler: async ({ suspect }) => {
+        running++;
+        if (suspect) {
+          events.push("suspect started");
+          besideSuspect = running - 1;
+        }
+        await sleep(20);
+        running--;
+      },
+    });
+    const { id } = await enqueue(t, work, { suspect: true });
+    await t.admin.query(`update "${t.schema}".jobs set suspect = true, attempts = 1 where id = $1`, [id]);
+    await enqueueJobs(t, Array.from({ length: 30 }, () => job(work, { suspect: false })));
+    const watching: Queryable = {
+      query: (text: string, values?: unknown[]) => {
+        if (/^\s*select exists/.test(text)) events.push("looked for suspects");
+        return t.db.query(text, values);
+      },
+    } as Queryable;
+    const summary = await runWorker({
+      store: { db: watching, schema: t.schema }, registry: createRegistry([work]), queues: ["told"], runnerId: "w", slots: 4, idleMs: 200, pollMs: 20,
+    });
+    expect(summary.succeeded).toBe(31);
+    expect(besideSuspect).toBe(0);
+    // Its first claim brought ordinary jobs and the news; the suspect ran
+    // before the runner ever asked on its own.
+    expect(events[0]).toBe("suspect started");
+  });
+
   it("claims nothing whose lease its remaining time cannot cover, and exits", async () => {
     const long = defineJob({ name: "long-lease", schema: z.object({}), queue: "tight", leaseMs: 30_000, handler: () => {} });
     await enqueue(t, long, {});

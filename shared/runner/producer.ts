@@ -1,4 +1,4 @@
-import { claimJobs, suspectWaiting, type ClaimedJob } from "../claim.ts";
+import { claimBatch, suspectWaiting, type ClaimedJob } from "../claim.ts";
 import type { Store } from "../db.ts";
 import { extendLease } from "../settle.ts";
 import type { Clock } from "./clock.ts";
@@ -43,6 +43,8 @@ export class Producer {
   readonly buffer: Buffered[] = [];
   private turn = 0;
   private suspectCheckAt = 0;
+  /** What the last claim that brought jobs said of suspects, not yet acted on. */
+  private suspectsSeen = false;
   /** The last claim found fewer jobs than it asked for. */
   drained = false;
 
@@ -53,21 +55,35 @@ export class Producer {
     for (let tried = 0; tried < this.o.queues.length; tried++) {
       const queue = this.o.queues[this.turn++ % this.o.queues.length]!;
       const sentAt = this.o.clock.now();
-      const jobs = await this.retry(() =>
-        claimJobs(this.o.store, {
+      const { jobs, suspectsWaiting } = await this.retry(() =>
+        claimBatch(this.o.store, {
           queue, runnerId: this.o.runnerId, limit: want, maxLeaseMs, suspects, names: this.o.names, fair: this.o.fair,
           limited: this.o.limited,
         }),
       );
       if (!suspects) this.drained = jobs.length < want;
+      // A claim that brings jobs says whether suspects wait in its queue: for
+      // a runner of one queue that is the whole answer, and the next look is
+      // not due until SUSPECT_CHECK_MS from now.
+      if (!suspects && suspectsWaiting !== undefined && this.o.queues.length === 1) {
+        this.suspectsSeen = suspectsWaiting;
+        this.suspectCheckAt = this.o.clock.now() + SUSPECT_CHECK_MS;
+      }
       for (const job of jobs) this.buffer.push({ job, deadline: sentAt + job.leaseMs });
       if (jobs.length > 0) return jobs;
     }
     return [];
   }
 
-  /** Whether a suspect waits to run alone; asked at most every `SUSPECT_CHECK_MS` unless `now`. */
+  /**
+   * Whether a suspect waits to run alone: what the last claim said, else
+   * asked at most every `SUSPECT_CHECK_MS` unless `now`.
+   */
   async suspectWaiting(maxLeaseMs: number, now = false): Promise<boolean> {
+    if (this.suspectsSeen) {
+      this.suspectsSeen = false;
+      return true;
+    }
     if (!now && this.o.clock.now() < this.suspectCheckAt) return false;
     this.suspectCheckAt = this.o.clock.now() + SUSPECT_CHECK_MS;
     return this.retry(() => suspectWaiting(this.o.store, this.o.queues, maxLeaseMs, this.o.names));
