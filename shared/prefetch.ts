@@ -1,5 +1,5 @@
 /** The most jobs a runner claims ahead of its free slots. */
-export const MAX_PREFETCH = 500;
+export const MAX_PREFETCH = 1_000;
 
 /**
  * How many jobs a runner claims ahead of its free slots: what its slots could
