@@ -50,7 +50,8 @@ export function backlogPhase(kind: BacklogKind, backlog: number, label: string):
       try {
         const dsn = dsnFor(ctx.adminDsn, db);
         const producer = await leasehold.open(dsn, "bench");
-        const pool = createPgPool(dsn, 1);
+        // Setup, not the runner: a 1,000,000-row insert and its vacuum take longer than a runner query may.
+        const pool = createPgPool(dsn, { max: 1, queryTimeoutMs: 600_000 });
         let insertMs: number;
         let plan: Record<string, unknown>;
         try {
