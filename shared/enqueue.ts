@@ -35,6 +35,21 @@ order by i`;
 const INSERT_JOBS = `${COLUMNS}
 returning id::text`;
 
+/**
+ * One job without a dedupe key, the commonest enqueue (a route's): the same
+ * columns and values as a batch of one, as plain parameters. Half the time of
+ * the batch statement for one row in a freshly created table (0.8 against
+ * 1.7-2.1 ms), where the planner has no statistics yet.
+ */
+const INSERT_ONE = `
+insert into leasehold.jobs
+  (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key,
+   fair_group, concurrency_key, concurrency_limit)
+values ($1::text, $2::text, $3::jsonb, $4::smallint,
+        coalesce(to_timestamp($5::float8 / 1000), now() + $6::float8 * interval '1 millisecond'),
+        $7::integer, $8::integer, $9::integer, $10::text, $11::text, $12::text, $13::text, $14::integer)
+returning id::text`;
+
 /** A key already pending is skipped, never written to: its runner must not wait on our transaction. */
 const INSERT_JOBS_DEDUPED = `${COLUMNS}
 on conflict (name, dedupe_key) where dedupe_key is not null and status in ('queued', 'running')
@@ -138,7 +153,11 @@ export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[], 
   const rows = toRows(specs, limits);
   if (rows.length === 0) return [];
   if (rows.some((r) => r.dedupeKey !== null)) return insertDeduped(store, rows);
-  const { rows: written } = await store.db.query<{ id: string }>(sql(store.schema, INSERT_JOBS), columns(rows));
+  const one = rows.length === 1;
+  const { rows: written } = await store.db.query<{ id: string }>(
+    sql(store.schema, one ? INSERT_ONE : INSERT_JOBS),
+    one ? columns(rows).map(([value]) => value) : columns(rows),
+  );
   return written.map(({ id }) => ({ id, existing: false }));
 }
 

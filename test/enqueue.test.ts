@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { defineJob } from "../shared/job.ts";
 import { transaction, type Queryable } from "../shared/db.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { ValidationError } from "../shared/errors.ts";
@@ -25,6 +27,39 @@ describe.each(drivers)("enqueue (%s driver)", (driver) => {
       queue: "mail", name: "email.welcome", status: "queued", attempts: 0, max_attempts: 5, lease_ms: 10_000,
       payload: { to: "a@example.com", userId: 1 },
     });
+  });
+
+  it("stores a job enqueued alone exactly as the same job in a batch", async () => {
+    // One job takes its own statement; a batch the array one. Every column must agree.
+    const limited = defineJob({
+      name: "alone-or-batched", schema: z.object({ tenant: z.string() }), queue: "alone", handler: () => {},
+      concurrency: { limit: 2, key: (p) => p.tenant },
+    });
+    const variants = [
+      job(noop, { n: 1 }, { queue: "alone" }),
+      job(noop, { n: 2 }, { queue: "alone", runAt: new Date("2031-02-03T04:05:06.789Z"), priority: -3, maxAttempts: 7 }),
+      job(noop, { n: 3 }, { queue: "alone", delayMs: 60_000, group: "tenant-a", priority: 5 }),
+      job(limited, { tenant: "t1" }, { group: "g1" }),
+    ];
+    const columns = `queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key, fair_group,
+      concurrency_key, concurrency_limit, status, attempts, extract(epoch from run_at - created_at) as delay_s, run_at`;
+    for (const spec of variants) {
+      const [alone] = await enqueueJobs(t, [spec]);
+      const [batched] = await enqueueJobs(t, [spec, spec]);
+      const read = async (id: string) => (await t.admin.query<Record<string, unknown>>(`select ${columns} from "${t.schema}".jobs where id = $1`, [id])).rows[0]!;
+      const [a, b] = [await read(alone!.id), await read(batched!.id)];
+      if (spec.options?.delayMs) {
+        // Each is delayed from its own insert's now().
+        expect(Number(a.delay_s)).toBeCloseTo(60, 0);
+        expect(Number(b.delay_s)).toBeCloseTo(60, 0);
+        delete a.delay_s; delete a.run_at; delete b.delay_s; delete b.run_at;
+      } else if (!spec.options?.runAt) {
+        delete a.delay_s; delete a.run_at; delete b.delay_s; delete b.run_at;
+      } else {
+        delete a.delay_s; delete b.delay_s;
+      }
+      expect(a).toEqual(b);
+    }
   });
 
   it("writes 10,000 jobs in one round trip", async () => {
