@@ -50,16 +50,33 @@ const FENCED = `j.lease_token = s.token and j.status = 'running' and j.lease_exp
  * combination from static parts (every value a bound, cast parameter): a
  * batch of successes alone, the common case, plans in a sixth of the time
  * of the statement with every part, and runs none of the parts it would
- * leave empty.
+ * leave empty. Each kind is one part: its columns (bound as arrays), its
+ * update, the attempt row it records (if it ends the attempt) and what it
+ * reports.
  */
-const PARTS = {
-  started: (p: string[]) => `marked as (
+interface Part<L> {
+  values: (list: readonly L[]) => unknown[];
+  cte: (p: string[]) => string;
+  record?: string;
+  result: string;
+}
+
+const leaseValues = (list: readonly Lease[]) => [ids(list), tokens(list)];
+
+const PARTS: { started: Part<Lease>; succeeded: Part<Lease>; failed: Part<Failure>; released: Part<Lease> } = {
+  started: {
+    values: leaseValues,
+    cte: (p) => `marked as (
   update leasehold.jobs j set handler_started = true
   from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
   where j.id = s.id and ${FENCED}
   returning j.id
 )`,
-  succeeded: (p: string[]) => `done as (
+    result: `select id::text, 'started'::text as kind, null::text as status from marked`,
+  },
+  succeeded: {
+    values: leaseValues,
+    cte: (p) => `done as (
   update leasehold.jobs j
   set status = 'succeeded', finished_at = now(), lease_expires_at = null, last_error = null,
       suspect = false, owes_attempt = false, start_first = false
@@ -67,7 +84,15 @@ const PARTS = {
   where j.id = s.id and ${FENCED}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at
 )`,
-  failed: (p: string[]) => `failed as (
+    record: `select id, runs, generation, runner_id, started_at, now(), 'succeeded'::leasehold.attempt_outcome, null::text from done`,
+    result: `select id::text, 'succeeded'::text as kind, null::text as status from done`,
+  },
+  failed: {
+    values: (list) => [
+      ids(list), tokens(list), list.map((f) => f.outcome), list.map((f) => f.error),
+      list.map((f) => f.retryDelayMs), list.map((f) => f.permanent ?? false),
+    ],
+    cte: (p) => `failed as (
   update leasehold.jobs j
   -- An attempt owed from a death that was given back is charged with this
   -- failure; and the job keeps recording its start first (its handler may
@@ -83,45 +108,41 @@ const PARTS = {
   where j.id = s.id and ${FENCED}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.status, s.outcome, s.error
 )`,
-  released: (p: string[]) => `released as (
+    record: `select id, runs, generation, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error from failed`,
+    result: `select id::text, 'failed'::text as kind, status::text as status from failed`,
+  },
+  released: {
+    values: leaseValues,
+    cte: (p) => `released as (
   update leasehold.jobs j
   set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null
   from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
   where j.id = s.id and ${FENCED}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at
 )`,
-};
-const PARAMS = { started: 2, succeeded: 2, failed: 6, released: 2 } as const;
-/** Each ended attempt's row, by kind. */
-const RECORD = {
-  succeeded: `select id, runs, generation, runner_id, started_at, now(), 'succeeded'::leasehold.attempt_outcome, null::text from done`,
-  failed: `select id, runs, generation, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error from failed`,
-  released: `select id, runs, generation, runner_id, started_at, now(), 'released'::leasehold.attempt_outcome, null::text from released`,
-};
-const RESULT = {
-  started: `select id::text, 'started'::text as kind, null::text as status from marked`,
-  succeeded: `select id::text, 'succeeded'::text as kind, null::text as status from done`,
-  failed: `select id::text, 'failed'::text as kind, status::text as status from failed`,
-  released: `select id::text, 'released'::text as kind, null::text as status from released`,
+    record: `select id, runs, generation, runner_id, started_at, now(), 'released'::leasehold.attempt_outcome, null::text from released`,
+    result: `select id::text, 'released'::text as kind, null::text as status from released`,
+  },
 };
 type Kind = keyof typeof PARTS;
 const KINDS: readonly Kind[] = ["started", "succeeded", "failed", "released"];
 
+/** The statement for these kinds, `values` being each kind's bound columns in order (their counts number the parameters). */
 const statements = new Map<string, string>();
-function settleStatement(kinds: readonly Kind[]): string {
+function settleStatement(kinds: readonly Kind[], values: readonly unknown[][]): string {
   const key = kinds.join(",");
   let text = statements.get(key);
   if (text === undefined) {
     let n = 0;
-    const ctes = kinds.map((k) => PARTS[k](Array.from({ length: PARAMS[k] }, () => `$${++n}`)));
-    const records = kinds.filter((k): k is keyof typeof RECORD => k in RECORD).map((k) => RECORD[k]);
+    const ctes = kinds.map((k, i) => PARTS[k].cte(values[i]!.map(() => `$${++n}`)));
+    const records = kinds.flatMap((k) => PARTS[k].record ?? []);
     if (records.length > 0) {
       ctes.push(`recorded as (
   insert into leasehold.job_attempts (job_id, attempt, generation, runner_id, claimed_at, ended_at, outcome, error)
   ${records.join("\n  union all\n  ")}
 )`);
     }
-    text = `with ${ctes.join(", ")}\n${kinds.map((k) => RESULT[k]).join("\nunion all ")}`;
+    text = `with ${ctes.join(", ")}\n${kinds.map((k) => PARTS[k].result).join("\nunion all ")}`;
     statements.set(key, text);
   }
   return text;
@@ -140,15 +161,9 @@ export async function settleJobs(store: Store, batch: SettleBatch): Promise<Sett
   const result: SettleResult = { started: new Set(), succeeded: new Set(), failed: new Map(), released: new Set() };
   const kinds = KINDS.filter((k) => lists[k].length > 0);
   if (kinds.length === 0) return result;
-  const failed = lists.failed;
-  const values = kinds.flatMap((k): unknown[] =>
-    k === "failed"
-      ? [ids(failed), tokens(failed), failed.map((f) => f.outcome), failed.map((f) => f.error),
-         failed.map((f) => f.retryDelayMs), failed.map((f) => f.permanent ?? false)]
-      : [ids(lists[k]), tokens(lists[k])],
-  );
+  const values = kinds.map((k) => (PARTS[k] as Part<Lease | Failure>).values(lists[k]));
   const { rows } = await store.db.query<{ id: string; kind: keyof SettleResult; status: "queued" | "dead" | null }>(
-    sql(store.schema, settleStatement(kinds)), values,
+    sql(store.schema, settleStatement(kinds, values)), values.flat(),
   );
   for (const r of rows) {
     if (r.kind === "failed") result.failed.set(r.id, r.status!);

@@ -84,7 +84,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     if (accepted && (outcome === "released" || status === "queued")) leftQueued.add(id);
     else if (accepted) leftQueued.delete(id);
     if (accepted && status === "dead") options.onDead?.([id]);
-    if (options.onSettled) options.onSettled({
+    options.onSettled?.({
       jobId: id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0,
       outcome, accepted, status, durationMs,
     });

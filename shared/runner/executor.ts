@@ -82,11 +82,11 @@ export function executeJob({ job, type, deadline, clock, context }: ExecuteArgs)
       cancel();
       resolve(outcome);
     };
-    const abortAt = deadline - settleMarginMs(job.leaseMs);
-    cancel = clock.after(abortAt - clock.now(), () => {
+    const marginMs = settleMarginMs(job.leaseMs);
+    cancel = clock.after(deadline - marginMs - clock.now(), () => {
       expired = true;
       controller?.abort(abortReason());
-      finish({ outcome: "timeout", permanent: false, error: `timeout: handler ran past ${job.leaseMs - settleMarginMs(job.leaseMs)}ms of its ${job.leaseMs}ms lease` });
+      finish({ outcome: "timeout", permanent: false, error: `timeout: handler ran past ${job.leaseMs - marginMs}ms of its ${job.leaseMs}ms lease` });
     });
     Promise.resolve()
       .then(() => type.handler(parsed.data, ctx))
