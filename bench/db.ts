@@ -1,4 +1,7 @@
 import pg from "pg";
+import type { Store } from "../shared/db.ts";
+import { createPgPool } from "../shared/drivers/pg.ts";
+import { migrate } from "../shared/migrate.ts";
 import { now, sleep } from "./stats.ts";
 
 /** Database plumbing for the driver: fresh databases, CHECKPOINT, server facts. */
@@ -74,5 +77,21 @@ export async function waitFor(fn: () => Promise<boolean>, what: string, timeoutM
   while (!(await fn())) {
     if (now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await sleep(everyMs);
+  }
+}
+
+/**
+ * Runs `fn` on a fresh database `name` with Leasehold migrated into it (pool
+ * of `poolSize`), then drops it: the setup of the Leasehold-only phases.
+ */
+export async function withLeaseholdDb<T>(adminDsn: string, name: string, poolSize: number, fn: (store: Store) => Promise<T>): Promise<T> {
+  await freshDb(adminDsn, name);
+  const pool = createPgPool(dsnFor(adminDsn, name), poolSize);
+  try {
+    await migrate(pool, "leasehold");
+    return await fn({ db: pool, schema: "leasehold" });
+  } finally {
+    await pool.end();
+    await dropDb(adminDsn, name);
   }
 }

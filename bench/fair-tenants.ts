@@ -1,11 +1,9 @@
 import { z } from "zod";
 import type { Store } from "../shared/db.ts";
-import { createPgPool } from "../shared/drivers/pg.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
-import { migrate } from "../shared/migrate.ts";
 import { runWorker } from "../shared/worker.ts";
-import { dropDb, dsnFor, freshDb } from "./db.ts";
+import { withLeaseholdDb } from "./db.ts";
 import type { Phase } from "./phases.ts";
 import { round } from "./stats.ts";
 
@@ -80,12 +78,7 @@ export const fairTenantsPhase: Phase = {
   title: "One tenant's 10,000 ready jobs and five tenants enqueueing 100 each: the claim that ignores groups, then the fair one",
   libs: ["leasehold"],
   async run(_lib, ctx) {
-    const db = `bench_leasehold_fair_tenants_r${ctx.run}`;
-    await freshDb(ctx.adminDsn, db);
-    const pool = createPgPool(dsnFor(ctx.adminDsn, db), 10);
-    try {
-      await migrate(pool, "leasehold");
-      const store: Store = { db: pool, schema: "leasehold" };
+    return withLeaseholdDb(ctx.adminDsn, `bench_leasehold_fair_tenants_r${ctx.run}`, 10, async (store) => {
       // Which goes first alternates by run: the second runs on a table the first has churned.
       let unfair: FairTenantsRun;
       let fair: FairTenantsRun;
@@ -97,10 +90,7 @@ export const fairTenantsPhase: Phase = {
         unfair = await runFairTenants(store, "unfair", false);
       }
       return { params: FAIR_TENANTS, unfair, fair, throughput_ratio: round(fair.jobsPerSecond / unfair.jobsPerSecond, 3) };
-    } finally {
-      await pool.end();
-      await dropDb(ctx.adminDsn, db);
-    }
+    });
   },
   metrics: {
     unfair_small_p95_ms: (r) => r.unfair.smallWaitP95Ms,

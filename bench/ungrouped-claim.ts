@@ -1,11 +1,9 @@
 import { z } from "zod";
 import type { Store } from "../shared/db.ts";
-import { createPgPool } from "../shared/drivers/pg.ts";
 import { enqueueJobs, job } from "../shared/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
-import { migrate } from "../shared/migrate.ts";
 import { runWorker } from "../shared/worker.ts";
-import { dropDb, dsnFor, freshDb } from "./db.ts";
+import { withLeaseholdDb } from "./db.ts";
 import type { Phase } from "./phases.ts";
 import { round } from "./stats.ts";
 
@@ -49,12 +47,7 @@ export const ungroupedClaimPhase: Phase = {
   title: "Execute ungrouped jobs with the fair claim (default) and with the plain claim it replaced, in alternating rounds",
   libs: ["leasehold"],
   async run(_lib, ctx) {
-    const db = `bench_leasehold_ungrouped_claim_r${ctx.run}`;
-    await freshDb(ctx.adminDsn, db);
-    const pool = createPgPool(dsnFor(ctx.adminDsn, db), ctx.poolSize);
-    try {
-      await migrate(pool, "leasehold");
-      const store: Store = { db: pool, schema: "leasehold" };
+    return withLeaseholdDb(ctx.adminDsn, `bench_leasehold_ungrouped_claim_r${ctx.run}`, ctx.poolSize, async (store) => {
       // Twice the execute phase's batch: a drain of well under a second is mostly the host's noise.
       const n = 2 * ctx.sizes.batch;
       const r: UngroupedClaimRun = { fair: [], plain: [], succeeded: true };
@@ -69,10 +62,7 @@ export const ungroupedClaimPhase: Phase = {
       const fair = median(r.fair);
       const plain = median(r.plain);
       return { jobs: n, rounds: ROUNDS, ...r, fair_jobs_per_s: fair, plain_jobs_per_s: plain, ratio: round(fair / plain, 3) };
-    } finally {
-      await pool.end();
-      await dropDb(ctx.adminDsn, db);
-    }
+    });
   },
   metrics: {
     fair_jobs_per_s: (r) => r.fair_jobs_per_s,
