@@ -2,8 +2,9 @@
  * The claim's statement text, built once from parts; static, every value a
  * bound, cast parameter:
  *   $1 queue, $2 limit, $3 max lease ms, $4 runner id,
- *   $5 job names (null: any), and for fair claims (else null) $6 the group
- *   to start after and $7 each group's share.
+ *   $5 job names (null: any), $6 a group (fair: the group to start after;
+ *   plain in a fair queue: the one group it showed; else null), and for fair
+ *   claims (else null) $7 each group's share.
  *
  * Two ways to pick candidates, then one tail that applies the concurrency
  * limits and claims. See docs/internals.md, "Fairness and limits".
@@ -19,7 +20,9 @@ const CANDIDATE_COLUMNS = "j.id, j.fair_group, j.runs, j.concurrency_key, j.conc
 /**
  * Fair: the distinct groups with queued jobs, found by a skip scan of
  * jobs_fair_ready_idx (one probe per group) starting after $6 and wrapping
- * round, at most $2 of them. First pass: from each group's own range of that
+ * round, at most $2 + 1 of them: the first $2 share the claim, and the one
+ * beyond tells the caller whether more than one group waits, whatever the
+ * claim's size. First pass: from each sharing group's own range of that
  * index, in priority order, up to $7 rows (its share: the limit over the
  * groups the previous claim saw) that no other claimer holds. Second pass,
  * only if that fell short of the limit: the rest in plain priority order
@@ -48,7 +51,7 @@ with recursive after_start(g) as (
     select g from after_start where g is not null
     union all
     select g from up_to_start where g is not null
-    limit $2::integer
+    limit $2::integer + 1
   ) listed
 ), first_pass as (
   select c.*, gr.turn from groups gr cross join lateral (
@@ -60,6 +63,7 @@ with recursive after_start(g) as (
       for update of j skip locked
     ) j
   ) c
+  where gr.turn <= $2::integer
 ), second_pass as (
   select p.*, $7::integer + row_number() over () as nth, 0::bigint as turn from (
     select ${CANDIDATE_COLUMNS} from leasehold.jobs j
@@ -78,17 +82,37 @@ with recursive after_start(g) as (
   limit $2::integer
 )`;
 
-/** In priority order, whatever the group: a queue that opts out, and suspects. */
+/**
+ * Whether a group other than $6 has queued jobs: two probes of
+ * jobs_fair_ready_idx (the first group before $6, the first after it, each
+ * written as the skip scan's ordered `limit 1`: as `exists`, the planner
+ * takes a sequential scan when the statistics say many rows have another
+ * group, though none of this queue's do), evaluated once per statement. Like the fair claim's group walk it counts
+ * a group whose jobs are all delayed.
+ */
+const OTHER_GROUP_QUEUED = `((select o.fair_group from leasehold.jobs o where o.status = 'queued' and o.queue = $1::text
+          and o.fair_group < $6::text order by o.fair_group desc limit 1) is not null
+        or (select o.fair_group from leasehold.jobs o where o.status = 'queued' and o.queue = $1::text
+          and o.fair_group > $6::text order by o.fair_group limit 1) is not null)`;
+
+/**
+ * In priority order, whatever the group: a queue that opts out, suspects,
+ * and a fair queue whose last fair claim found one group ($6). For that
+ * one, nothing is picked while another group has queued jobs: the caller
+ * then claims fairly at once, so a group that arrives waits no longer than
+ * one claim's round trip for its share.
+ */
 const PLAIN_PICK = (suspect: boolean) => `
 with picked as (
   select p.id, p.runs, p.concurrency_key, p.concurrency_limit, p.fair_group, row_number() over () as ord from (
     select ${CANDIDATE_COLUMNS} from leasehold.jobs j
     where ${READY(suspect)}
+      and ($6::text is null or not ${OTHER_GROUP_QUEUED})
     order by j.priority desc, j.run_at, j.id
     limit $2::integer
     for update of j skip locked
   ) p
-), groups as (select null::text as g, 0 as turn where $6::text is null and $7::integer is null)`;
+), groups as (select null::text as g, 0::bigint as turn where $7::integer is null)`;
 
 /**
  * Whether a suspect of this queue, that this runner could claim, waits to run
@@ -121,7 +145,7 @@ from ${from} a
 where j.id = a.id ${extra}
 returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
           j.lease_token::text, j.runs, j.start_first or j.attempts >= j.max_attempts as start_first, a.ord,
-          (select g from groups order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count,
+          (select g from groups where turn <= $2::integer order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count,
           ${SUSPECTS_WAITING} as suspects_waiting`;
 
 /**

@@ -50,20 +50,22 @@ export interface ClaimArgs {
   limited?: boolean;
 }
 
-/** How long a queue whose last fair claim found one group at most is claimed in plain order before it looks again. */
-export const FAIR_RECHECK_MS = 250;
-
 /**
- * Per queue, what the previous fair claim saw: the last group it reached (the
- * next starts after it, so a queue with more groups than a claim visits
- * serves them all in turn) and how many groups it found (each group's share
- * of the next claim is the limit over that count). Hints only: any value is
- * correct; a wrong count only locks more rows, or fewer, than needed.
+ * Per queue, what the previous fair claim saw: the last group it shared the
+ * claim with (the next starts after it, so every group with ready jobs gets
+ * its turn, claim after claim, whatever the claims' size), and how many
+ * groups it found, up to one more than it could share with (each group's
+ * share of the next claim is the limit over that count; a count of one means
+ * the queue had a single group, and is claimed in plain order until another
+ * group shows). Hints only: any value is correct; a wrong count only locks
+ * more rows, or fewer, than needed, or costs one plain claim that picks nothing.
  */
-const lastSeen = new Map<string, { group: string; groups: number; at: number }>();
+const lastSeen = new Map<string, { group: string; groups: number }>();
 
 /**
- * Claims up to `limit` ready jobs of one queue in one statement: each gets its
+ * Claims up to `limit` ready jobs of one queue in one statement (two when a
+ * queue that had one group shows another: the plain claim that found it
+ * picks nothing, and the fair one follows): each gets its
  * attempt and run counted (invariant 1), a fresh lease token (invariant 4), a
  * lease expiry and the runner id. `SKIP LOCKED` keeps concurrent claimers
  * apart (invariant 2); a job held under a lease is `running` and never
@@ -91,26 +93,41 @@ export interface ClaimBatch {
 export async function claimBatch(store: Store, args: ClaimArgs): Promise<ClaimBatch> {
   if (args.limit <= 0 || args.maxLeaseMs <= 0 || args.names?.length === 0) return { jobs: [] };
   const seenKey = `${store.schema}\u0000${args.queue}`;
-  const seen = lastSeen.get(seenKey) ?? { group: "", groups: 0, at: Number.NEGATIVE_INFINITY };
-  // One group's fair share is the whole claim: a queue that showed one group
-  // at most is claimed in plain order, and looked at again every FAIR_RECHECK_MS.
-  const fair = !args.suspects && args.fair !== false && !(seen.groups <= 1 && Date.now() - seen.at < FAIR_RECHECK_MS);
-  const statements = args.suspects ? CLAIMS.suspects : fair ? CLAIMS.fair : CLAIMS.plain;
-  const text = args.limited === false ? statements.unlimited : statements.limited;
-  const { rows } = await store.db.query<ClaimedRow & { ord: string; last_group: string | null; group_count: string; suspects_waiting: boolean }>(
-    sql(store.schema, text),
-    [
-      args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId, args.names ?? null,
-      fair ? seen.group : null, fair ? Math.ceil(args.limit / Math.max(1, seen.groups)) : null,
-    ],
-  );
-  const last = rows[0];
-  if (fair) {
-    lastSeen.set(seenKey, last?.last_group != null
-      ? { group: last.last_group, groups: Number(last.group_count), at: Date.now() }
-      : { ...seen, groups: 0, at: Date.now() });
+  const seen = lastSeen.get(seenKey) ?? { group: "", groups: 0 };
+  if (args.suspects || args.fair === false) return claimWith(store, args, args.suspects ? CLAIMS.suspects : CLAIMS.plain, null, null);
+  // A queue whose last fair claim found one group is claimed in plain order
+  // while no other group has queued jobs; the plain statement then picks
+  // nothing, and the fair claim follows at once.
+  if (seen.groups === 1) {
+    const plain = await claimWith(store, args, CLAIMS.plain, seen.group, null);
+    if (plain.jobs.length > 0) return { jobs: plain.jobs, suspectsWaiting: plain.suspectsWaiting };
   }
-  return { jobs: rows.sort((a, b) => Number(a.ord) - Number(b.ord)).map(toClaimed), suspectsWaiting: last?.suspects_waiting };
+  const fair = await claimWith(store, args, CLAIMS.fair, seen.group, Math.ceil(args.limit / Math.max(1, seen.groups)));
+  lastSeen.set(seenKey, fair.lastGroup != null ? { group: fair.lastGroup, groups: fair.groups } : { group: seen.group, groups: 0 });
+  return { jobs: fair.jobs, suspectsWaiting: fair.suspectsWaiting };
+}
+
+type ClaimResultRow = ClaimedRow & { ord: string; last_group: string | null; group_count: string; suspects_waiting: boolean };
+
+/** One claim statement: `group` and `share` are its $6 and $7 (see shared/claim-sql.ts). */
+async function claimWith(
+  store: Store,
+  args: ClaimArgs,
+  statements: (typeof CLAIMS)[keyof typeof CLAIMS],
+  group: string | null,
+  share: number | null,
+): Promise<ClaimBatch & { lastGroup?: string | null; groups: number }> {
+  const text = args.limited === false ? statements.unlimited : statements.limited;
+  const { rows } = await store.db.query<ClaimResultRow>(sql(store.schema, text), [
+    args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId, args.names ?? null, group, share,
+  ]);
+  const last = rows[0];
+  return {
+    jobs: rows.sort((a, b) => Number(a.ord) - Number(b.ord)).map(toClaimed),
+    suspectsWaiting: last?.suspects_waiting,
+    lastGroup: last?.last_group,
+    groups: Number(last?.group_count ?? 0),
+  };
 }
 
 /** A claimed job as the database returns it. */
