@@ -7,7 +7,7 @@ import {
   DEFAULT_QUEUE,
 } from "./config.ts";
 import type { ServingRules } from "./serving.ts";
-import { checkJobType } from "./validate.ts";
+import { checkDefinitionKeys, checkJobType } from "./validate.ts";
 
 /**
  * A job's status. The whole lifecycle, and who moves a job in and out:
@@ -103,13 +103,16 @@ export interface EnqueuedJob {
  * Declares a job type: its name, payload schema, handler and defaults. Every
  * default is held to the bounds enqueue holds its options to; given the
  * deployment's `serving` rules (`servingRules(config)`), the queue must be
- * served and the lease must fit its runner. A ValidationError names the field.
+ * served and the lease must fit its runner. An option it does not know
+ * (misspelt, or a feature it lacks) is refused, not ignored. A
+ * ValidationError names the field.
  */
 export function defineJob<S extends z.ZodType>(
   definition: { name: string; schema: S; handler: JobType<S>["handler"] } & Partial<JobDefaults> &
     Pick<JobType<S>, "concurrency" | "fair">,
   serving?: ServingRules,
 ): JobType<S> {
+  checkDefinitionKeys(definition);
   const type: JobType<S> = {
     queue: DEFAULT_QUEUE,
     maxAttempts: DEFAULT_MAX_ATTEMPTS,

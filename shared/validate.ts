@@ -115,6 +115,33 @@ function definitionIssues(type: JobType, at: Path, serving: ServingRules | undef
   return problem ? [...issues, { path: [...at, problem.field], message: problem.message }] : issues;
 }
 
+/**
+ * What `defineJob` takes, and nothing else: an option it does not know (a
+ * misspelling, or a feature Leasehold does not have) is refused by name
+ * instead of being ignored. Only the keys are checked here; the values are
+ * `checkJobType`'s.
+ */
+const definitionKeys = z.strictObject({
+  name: z.unknown(), schema: z.unknown(), handler: z.unknown(),
+  queue: z.unknown(), maxAttempts: z.unknown(), leaseMs: z.unknown(), backoffMs: z.unknown(), priority: z.unknown(),
+  concurrency: z.strictObject({ limit: z.unknown(), key: z.unknown() }).optional(),
+  fair: z.unknown(),
+});
+
+/** Refuses a definition with an option `defineJob` does not know, naming each such option. */
+export function checkDefinitionKeys(definition: unknown): void {
+  const parsed = definitionKeys.safeParse(definition);
+  if (parsed.success) return;
+  const issues = parsed.error.issues.flatMap((i) => i.code !== "unrecognized_keys" ? [] : i.keys.map((key) => {
+    const known = Object.keys(i.path.length === 0 ? definitionKeys.shape : definitionKeys.shape.concurrency.unwrap().shape);
+    return { path: [...i.path.map(String), key], message: `unknown option ${JSON.stringify(key)}; known: ${known.join(", ")}` };
+  }));
+  if (issues.length > 0) {
+    const name = (definition as { name?: unknown }).name;
+    throw refusal(`invalid job type ${JSON.stringify(name)}`, issues);
+  }
+}
+
 /** Refuses a job type whose name, schema, handler or defaults are out of bounds, or that no runner could run. */
 export function checkJobType(type: JobType, serving?: ServingRules): void {
   const issues: Issue[] = [];

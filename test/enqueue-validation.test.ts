@@ -230,6 +230,32 @@ describe("defineJob holds every default to enqueue's bounds", () => {
     }
   });
 
+  it("refuses an option it does not know, naming it, instead of ignoring it", () => {
+    const refusal = (definition: object) => {
+      try {
+        defineJob(definition as Parameters<typeof defineJob>[0]);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ValidationError);
+        return err as ValidationError;
+      }
+      throw new Error("accepted");
+    };
+    const rateLimited = refusal({ ...base, rateLimit: { limit: 10, periodMs: 1_000 } });
+    expect(rateLimited.issues).toEqual([{ path: ["rateLimit"], message: expect.stringContaining('unknown option "rateLimit"') }]);
+    expect(rateLimited.message).toContain('invalid job type "bounded"');
+    expect(rateLimited.message).toContain("rateLimit");
+    // A misspelling: every unknown key is named, and the known ones listed.
+    const misspelt = refusal({ ...base, maxAtempts: 3, leaseMS: 1_000 });
+    expect(misspelt.issues.map((i) => i.path)).toEqual([["maxAtempts"], ["leaseMS"]]);
+    expect(misspelt.issues[0]!.message).toContain("maxAttempts");
+    // Inside the concurrency limit too.
+    const keyed = refusal({ ...base, concurrency: { limit: 2, keyBy: () => "k" } });
+    expect(keyed.issues).toEqual([{ path: ["concurrency", "keyBy"], message: expect.stringContaining("known: limit, key") }]);
+    // Every known option is still taken.
+    expect(defineJob({ ...base, queue: "q", maxAttempts: 2, leaseMs: 1_000, backoffMs: 0, priority: 1, concurrency: { limit: 1, key: () => "k" }, fair: false }))
+      .toMatchObject({ name: "bounded", queue: "q", fair: false });
+  });
+
   it("accepts the bounds themselves", () => {
     expect(() => defineJob({ ...base, maxAttempts: 1000, leaseMs: 895_000, priority: -32768, backoffMs: 0 })).not.toThrow();
   });
