@@ -1,7 +1,7 @@
 import { backlogPhase } from "./backlog.ts";
 import { bundlePhase } from "./bundle.ts";
 import { edgePhase } from "./edge.ts";
-import { fairTenantsPhase } from "./fair-tenants.ts";
+import { fairTenantsPhases } from "./fair-tenants.ts";
 import type { LibId } from "./lib.ts";
 import { scaleOutPhase } from "./scale-out.ts";
 import { ungroupedClaimPhase } from "./ungrouped-claim.ts";
@@ -32,7 +32,7 @@ export function defaultPlan(quick: boolean): Phase[] {
     ...(quick ? [] : [backlogPhase("later", 1_000_000, "1m")]),
     backlogPhase("lower", quick ? 100_000 : 1_000_000, quick ? "100k" : "1m"),
     backlogPhase("ahead", quick ? 10_000 : 100_000, quick ? "10k" : "100k"),
-    fairTenantsPhase,
+    ...fairTenantsPhases,
     ungroupedClaimPhase,
     bundlePhase,
     edgePhase,
