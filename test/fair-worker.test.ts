@@ -24,7 +24,7 @@ describe("a big tenant's backlog and five small tenants, through runWorker (pg d
     expect(fair.succeeded).toBe(10_500);
     // The test notices a claim that is not fair: behind the unfair claim, the
     // small tenants wait longer. The targets themselves (p95 within 1 s, 0.9x
-    // the unfair throughput) are measured by `npm run bench` (fair-tenants).
+    // the unfair throughput) are measured by `npm run bench` (fair-tenants; with slower jobs, fair-tenants-20ms and fair-tenants-200ms).
     expect(unfair.smallWaitP95Ms).toBeGreaterThan(2 * fair.smallWaitP95Ms);
   });
 });
