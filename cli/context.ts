@@ -8,9 +8,8 @@ import type { Pool, Store } from "../shared/db.ts";
 import type { Registry } from "../shared/job.ts";
 import type { RecurringJob } from "../shared/recurring.ts";
 import { CliError, EXIT, usageError } from "./errors.ts";
-import { lambdaClient } from "../functions/aws.ts";
-import { atFallback, createSchedulerWaker } from "../functions/waker.ts";
 import { readDevStackState } from "../dev/state.ts";
+import { describeTarget, resolveWakeTarget, wakeTarget, type WakeTarget } from "./wake.ts";
 
 /**
  * The dev stack's embedded Postgres (`npm run dev`; port and password as in
@@ -29,6 +28,7 @@ export interface GlobalValues {
   schema?: string;
   jobs?: string;
   config?: string;
+  stage?: string;
   json?: boolean;
 }
 
@@ -55,13 +55,16 @@ export interface Context {
   /** A progress line on stderr, for long operations. */
   progress(line: string): void;
   /**
-   * Wakes the scheduler after an enqueue or retry committed, as the API does:
-   * LEASEHOLD_SCHEDULER_FUNCTION names it, the AWS SDK finds credentials,
-   * region and endpoint (AWS_ENDPOINT_URL_LAMBDA for the dev stack) as usual.
-   * Unset, nothing is woken. A failed wake-up is a warning, never an error:
-   * the job is committed.
+   * Which scheduler `wake()` wakes (cli/wake.ts): resolved before anything
+   * is written, so a bad --stage changes nothing.
    */
-  wake(): Promise<void>;
+  wakeTarget(): Promise<WakeTarget>;
+  /**
+   * Wakes the scheduler after an enqueue or retry committed, as the API does.
+   * When it cannot (no target, or the Invoke failed), says so on stderr and
+   * returns false: never an error, the job is committed.
+   */
+  wake(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -146,6 +149,7 @@ export function createContext(
   const json = values.json ?? false;
   let pool: pg.Pool | null = null;
   let registry: Promise<Registry> | null = null;
+  let target: Promise<WakeTarget> | null = null;
 
   const getPool = (): Pool => {
     if (!pool) {
@@ -178,14 +182,20 @@ export function createContext(
     progress(line) {
       process.stderr.write(`${line}\n`);
     },
+    wakeTarget: () => (target ??= resolveWakeTarget({ stage: values.stage, env, appRoot, databaseUrl: url, devState: readDevStackState() })),
     async wake() {
-      const functionName = env.LEASEHOLD_SCHEDULER_FUNCTION || undefined;
-      if (!functionName) return;
-      const waker = createSchedulerWaker(functionName, (err) => {
-        process.stderr.write(`warning: could not wake the scheduler (${String(err)}); the job starts at the next wake-up\n`);
-      }, lambdaClient(), atFallback(env));
-      waker.wake();
-      await waker.settled();
+      const resolved = await (target ??= resolveWakeTarget({ stage: values.stage, env, appRoot, databaseUrl: url, devState: readDevStackState() }));
+      if (resolved.kind === "none") {
+        process.stderr.write(`note: the scheduler was not woken: ${resolved.why}; it starts the job at its next wake-up (the daily safety net at the latest). See \`leasehold wake --help\`.\n`);
+        return false;
+      }
+      try {
+        await wakeTarget(resolved, env);
+        return true;
+      } catch (err) {
+        process.stderr.write(`warning: could not wake ${describeTarget(resolved)}: ${String((err as Error)?.message ?? err)}; the job starts at the scheduler's next wake-up\n`);
+        return false;
+      }
     },
     async close() {
       await pool?.end();

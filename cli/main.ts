@@ -9,6 +9,8 @@ import { retryCommand } from "./commands/retry.ts";
 import { statsCommand } from "./commands/stats.ts";
 import { recurringCommand } from "./commands/recurring.ts";
 import { devCommand } from "./commands/dev.ts";
+import { wakeCommand } from "./commands/wake.ts";
+import { checkCommand } from "./commands/check.ts";
 import type { Command, Values } from "./command.ts";
 import { createContext, DEV_DATABASE_URL, maskUrl, secretsOf, type Context, type GlobalValues } from "./context.ts";
 import { loadAppConfig } from "../dev/app-config.ts";
@@ -18,7 +20,7 @@ import { reportFailure } from "./report.ts";
 /** `leasehold`: the operator's command line for a Leasehold queue. */
 
 const COMMANDS: readonly Command[] = [
-  devCommand, migrateCommand, enqueueCommand, jobsCommand, jobCommand, retryCommand, cancelCommand, statsCommand, recurringCommand, pruneCommand,
+  devCommand, migrateCommand, enqueueCommand, jobsCommand, jobCommand, retryCommand, cancelCommand, statsCommand, recurringCommand, pruneCommand, wakeCommand, checkCommand,
 ];
 
 const GLOBAL_OPTIONS = {
@@ -26,6 +28,7 @@ const GLOBAL_OPTIONS = {
   schema: { type: "string" },
   jobs: { type: "string" },
   config: { type: "string" },
+  stage: { type: "string" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -40,6 +43,9 @@ const GLOBAL_HELP = `Options for every command:
                          is one, else every default)
   --jobs <module>        a module exporting \`registry\` (default: the config's
                          \`jobs\`, jobs/index.ts)
+  --stage <stage>        after an enqueue or retry, wake the scheduler deployed
+                         to this SST stage (default: the dev stack's, when the
+                         database is its own; see \`leasehold wake --help\`)
   --json                 print one JSON document on stdout instead of text
   -h, --help             help for the command`;
 

@@ -1,4 +1,6 @@
+import { relative } from "node:path";
 import { PostgresStartError } from "./embedded-postgres.ts";
+import { devStackEnv } from "./state.ts";
 import { DevStackError, startDevStack, type DevStack, type DevStackOptions } from "./stack.ts";
 
 export interface RunDevStackOptions extends DevStackOptions {
@@ -77,9 +79,20 @@ Leasehold is running.
   dashboard   ${stack.dashboardUrl}
   API         ${stack.apiUrl}   (Authorization: Bearer ${stack.apiToken})
   Lambda      ${stack.lambdaUrl}   (local Invoke API: runner, scheduler, rescuer)
-  Postgres    ${stack.databaseUrl.replace(/:[^:@/]+@/, ":***@")}
+  Postgres    ${stack.databaseUrl.replace(/:[^:@/]+@/, ":***@")}   (schema ${stack.schema})
+  WS relay    ${stack.wsProxy}   (the Neon driver's way to it: LEASEHOLD_WS_PROXY)
   job types   ${[...stack.registry.keys()].join(", ")}
-  CLI wakes   export LEASEHOLD_SCHEDULER_FUNCTION=scheduler AWS_ENDPOINT_URL_LAMBDA=${stack.lambdaUrl} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
-${note}
+${published(stack)}${note}
 Ctrl-C stops everything.`;
+}
+
+/** Where an app's own server and the CLI find the stack, with nothing exported by hand. */
+function published(stack: DevStack): string {
+  if (!stack.stateFile) {
+    // Not on the embedded Postgres: no state file, so the variables (all but DATABASE_URL, which was given).
+    const { DATABASE_URL: _, ...env } = devStackEnv({ ...stack, schedulerFunction: "scheduler" });
+    return `  no state    (DATABASE_URL given) for the CLI and linkedLeasehold(): export ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(" ")}\n`;
+  }
+  const file = relative(process.cwd(), stack.stateFile) || stack.stateFile;
+  return `  state       ${file}   (the CLI and linkedLeasehold() read it: they reach this database, relay and scheduler; its "env" lists the same as variables)\n`;
 }

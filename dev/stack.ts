@@ -12,13 +12,16 @@ import { loadAppConfig } from "./app-config.ts";
 import { localFunctions } from "./functions.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
 import type { Registry } from "../shared/job.ts";
+import type { Store } from "../shared/db.ts";
+import type { Waker } from "../shared/wake.ts";
 import { toAwsCron } from "../shared/aws-cron.ts";
 import type { RecurringJob } from "../shared/recurring.ts";
 import { functionArn } from "./lambda/lambda-env.ts";
 import { migrate } from "../shared/migrate.ts";
 import { servingRules } from "../shared/serving.ts";
 import { portTaken, startEmbeddedPostgres, type RunningPostgres } from "./embedded-postgres.ts";
-import { DEV_DATA_DIR, DEV_STATE_FILE, type DevStackState } from "./state.ts";
+import { DEV_AWS, DEV_DATA_DIR, DEV_STATE_FILE, devStackEnv, type DevStackState } from "./state.ts";
+import { queueStats } from "../shared/stats.ts";
 import { startLambdaRuntime, type LambdaRuntime } from "./lambda/runtime.ts";
 import { startWsRelay } from "./ws-relay.ts";
 
@@ -70,10 +73,30 @@ export interface DevStack {
   dashboardUrl: string;
   lambdaUrl: string;
   databaseUrl: string;
+  schema: string;
+  /** The WebSocket relay ("host:port") in front of the database, for the Neon driver. */
+  wsProxy: string;
+  /** Where the stack's state is published (DEV_STATE_FILE), or null when it is not (an external DATABASE_URL). */
+  stateFile: string | null;
   apiToken: string;
   registry: Registry;
   runtime: LambdaRuntime;
   close(): Promise<void>;
+}
+
+/** The scheduler's name on the local Lambda runtime (functionSpecs names it so). */
+const SCHEDULER = "scheduler";
+
+/**
+ * Jobs left queued or running by an earlier run (or written while no stack
+ * ran) wait for a wake-up that nothing else sends now: the stack sends it at
+ * start, as an enqueue would. Nothing pending, nothing is woken.
+ */
+async function wakeIfPending(store: Store, waker: Waker): Promise<void> {
+  const pending = (await queueStats(store)).some((q) => q.ready + q.delayed + q.running > 0);
+  if (!pending) return;
+  waker.wake();
+  await waker.settled();
 }
 
 /**
@@ -125,16 +148,13 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
     });
     closers.push(() => runtime.close());
 
-    const lambda = new LambdaClient({
-      endpoint: runtime.url, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" },
-    });
+    const credentials = { accessKeyId: DEV_AWS.accessKeyId, secretAccessKey: DEV_AWS.secretAccessKey };
+    const lambda = new LambdaClient({ endpoint: runtime.url, region: DEV_AWS.region, credentials });
     closers.push(async () => lambda.destroy());
     const apiToken = options.apiToken ?? randomBytes(24).toString("base64url");
-    const waker = createSchedulerWaker("scheduler", () => {}, lambda);
+    const waker = createSchedulerWaker(SCHEDULER, () => {}, lambda);
     // The recurring jobs' schedules, as infra/wake.ts deploys them, on the local EventBridge Scheduler.
-    const eventBridge = new SchedulerClient({
-      endpoint: runtime.url, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" },
-    });
+    const eventBridge = new SchedulerClient({ endpoint: runtime.url, region: DEV_AWS.region, credentials });
     for (const job of recurring) {
       await eventBridge.send(new CreateScheduleCommand({
         Name: `recurring-${job.name.replace(/[^0-9a-zA-Z-_.]/g, "-")}`.slice(0, 64),
@@ -162,16 +182,21 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
     const apiUrl = `http://127.0.0.1:${port}`;
     if (postgres) {
       // Only the embedded Postgres's stack: the one this checkout's tools default to.
-      const state: DevStackState = { pid: process.pid, apiUrl, lambdaUrl: runtime.url, databaseUrl };
+      const published = { lambdaUrl: runtime.url, databaseUrl, schema, wsProxy: relay.address, schedulerFunction: SCHEDULER };
+      const state: DevStackState = { pid: process.pid, apiUrl, ...published, env: devStackEnv(published) };
       mkdirSync(dirname(DEV_STATE_FILE), { recursive: true });
       writeFileSync(DEV_STATE_FILE, `${JSON.stringify(state, null, 2)}\n`);
       closers.push(async () => rmSync(DEV_STATE_FILE, { force: true }));
     }
+    await wakeIfPending({ db: pool, schema }, waker);
     return {
       apiUrl,
       dashboardUrl: `${apiUrl}/dashboard#token=${encodeURIComponent(apiToken)}`,
       lambdaUrl: runtime.url,
       databaseUrl,
+      schema,
+      wsProxy: relay.address,
+      stateFile: postgres ? DEV_STATE_FILE : null,
       apiToken,
       registry,
       runtime,

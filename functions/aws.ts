@@ -4,7 +4,7 @@
  * the client, and an AbortSignal on the call. A hung Invoke or CreateSchedule
  * costs at most `AWS_CALL_TIMEOUT_MS`, never a function's whole timeout.
  */
-import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import { InvokeCommand, LambdaClient, type LambdaClientConfig } from "@aws-sdk/client-lambda";
 import type { SchedulerClient } from "@aws-sdk/client-scheduler";
 
 /** One call, retries included. */
@@ -12,8 +12,9 @@ export const AWS_CALL_TIMEOUT_MS = 2_000;
 // throwOnRequestTimeout: without it, this SDK only warns when a request exceeds requestTimeout.
 const requestHandler = { connectionTimeout: 500, requestTimeout: 900, throwOnRequestTimeout: true };
 
-export function lambdaClient(): LambdaClient {
-  return new LambdaClient({ requestHandler, maxAttempts: 2 });
+/** `config`: an endpoint, region or credentials other than the SDK's defaults (the dev stack's local runtime). */
+export function lambdaClient(config: LambdaClientConfig = {}): LambdaClient {
+  return new LambdaClient({ requestHandler, maxAttempts: 2, ...config });
 }
 
 /**

@@ -15,7 +15,9 @@ import type { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { Resource } from "sst";
 import { resolveSettings } from "../shared/settings.ts";
 import { createWaker, type Waker } from "../shared/wake.ts";
-import type { LinkedResources } from "./env.ts";
+import { DEV_AWS, readDevStackState, type DevStackState } from "../dev/state.ts";
+import type { Pool } from "../shared/db.ts";
+import { openPool, type LinkedResources } from "./env.ts";
 import { armWake, invokeAsync, lambdaClient, schedulerClient, type ArmTarget } from "./aws.ts";
 
 export const WAKE_EVENT = { source: "leasehold.wake" } as const;
@@ -80,27 +82,82 @@ interface LinkProperties {
   wakePrefix?: string;
 }
 
+/** Leasehold as an app's own function or local server reaches it: see linkedLeasehold(). */
+export interface LinkedLeasehold {
+  schema: string;
+  databaseUrl: string | undefined;
+  /** The WebSocket relay ("host:port") in front of a plain Postgres: the dev stack's; unset deployed. */
+  wsProxy: string | undefined;
+  /** Where the settings came from. */
+  source: "link" | "environment" | "dev stack" | "none";
+  /** Wake the scheduler with it after a commit that enqueued (then `settleBriefly(waker)` before the response). */
+  waker: Waker;
+  /**
+   * A Neon pool on the database (through the relay when there is one), for
+   * one request or invocation: `end()` it after. Throws, naming what
+   * linkedLeasehold() reads, when none of it gives a database URL.
+   */
+  pool(max?: number): Pool;
+}
+
+/** What linkedLeasehold() reads, in order: for its documentation and its error. */
+export const LINKED_SOURCES =
+  "the component's link (Resource.Leasehold, from `link: [leasehold.link]` in sst.config.ts); else the environment variables " +
+  "DATABASE_URL, LEASEHOLD_SCHEMA, LEASEHOLD_WS_PROXY and LEASEHOLD_SCHEDULER_FUNCTION (with the AWS SDK's AWS_ENDPOINT_URL_LAMBDA, " +
+  "AWS_REGION and credentials); else, locally, the dev stack that `npx leasehold dev` runs in the working directory " +
+  "(its .dev-data/stack.json)";
+
+/** The link's properties, or none outside a linked function (SST's Resource throws there). */
+function linkProperties(resources: LinkedResources, name: string): LinkProperties {
+  try {
+    return ((resources as Record<string, unknown>)[name] as LinkProperties | undefined) ?? {};
+  } catch {
+    return {};
+  }
+}
+
 /**
  * Leasehold as a function the component is linked to sees it: the schema,
- * the database URL and a waker for after commit. Resolved as everywhere
- * (shared/settings.ts): the link first, then the environment (DATABASE_URL,
- * LEASEHOLD_SCHEMA, LEASEHOLD_SCHEDULER_FUNCTION locally), then defaults.
+ * the database URL, a pool on it and a waker for after commit. Resolved from
+ * the first of these that gives a database URL: the link; the environment
+ * (DATABASE_URL, LEASEHOLD_SCHEMA, LEASEHOLD_WS_PROXY,
+ * LEASEHOLD_SCHEDULER_FUNCTION); the dev stack running in the working
+ * directory (`npx leasehold dev`'s `.dev-data/stack.json`), so an app's own
+ * local server needs nothing set while the dev stack runs.
  */
 export function linkedLeasehold(
-  options: { name?: string; resources?: LinkedResources; env?: Record<string, string | undefined>; onError?: (err: unknown) => void } = {},
-): { schema: string; databaseUrl: string | undefined; waker: Waker } {
-  const env = options.env ?? process.env;
-  const resources = options.resources ?? (Resource as unknown as LinkedResources);
-  let link: LinkProperties = {};
-  try {
-    link = ((resources as Record<string, unknown>)[options.name ?? "Leasehold"] as LinkProperties | undefined) ?? {};
-  } catch {
-    // SST's Resource throws outside a linked function: no link, the environment decides.
-  }
+  options: {
+    name?: string;
+    resources?: LinkedResources;
+    env?: Record<string, string | undefined>;
+    /** The running dev stack (default: read from `.dev-data/stack.json`, when neither link nor environment gives a database). */
+    devState?: DevStackState | null;
+    onError?: (err: unknown) => void;
+  } = {},
+): LinkedLeasehold {
+  const link = linkProperties(options.resources ?? (Resource as unknown as LinkedResources), options.name ?? "Leasehold");
+  const given = options.env ?? process.env;
+  const dev = link.databaseUrl || given.DATABASE_URL ? null : options.devState !== undefined ? options.devState : readDevStackState();
+  const env = dev ? { ...given, ...dev.env } : given;
+  const source = link.databaseUrl ? "link" : given.DATABASE_URL ? "environment" : dev ? "dev stack" : "none";
   const settings = resolveSettings({ given: { schema: link.schema, databaseUrl: link.databaseUrl }, env });
   const fallbackEnv = { ...env, LEASEHOLD_SCHEDULER_ARN: link.schedulerArn ?? env.LEASEHOLD_SCHEDULER_ARN, LEASEHOLD_WAKE_ROLE_ARN: link.wakeRoleArn ?? env.LEASEHOLD_WAKE_ROLE_ARN, LEASEHOLD_WAKE_PREFIX: link.wakePrefix ?? env.LEASEHOLD_WAKE_PREFIX };
-  const waker = createSchedulerWaker(link.schedulerFunction ?? env.LEASEHOLD_SCHEDULER_FUNCTION, options.onError ?? (() => {}), lambdaClient(), atFallback(fallbackEnv));
-  return { schema: settings.schema, databaseUrl: settings.databaseUrl, waker };
+  const client = dev
+    ? lambdaClient({ endpoint: dev.lambdaUrl, region: DEV_AWS.region, credentials: { accessKeyId: DEV_AWS.accessKeyId, secretAccessKey: DEV_AWS.secretAccessKey } })
+    : lambdaClient();
+  const waker = createSchedulerWaker(link.schedulerFunction ?? env.LEASEHOLD_SCHEDULER_FUNCTION, options.onError ?? (() => {}), client, atFallback(fallbackEnv));
+  const wsProxy = link.databaseUrl ? undefined : settings.wsProxy;
+  return {
+    schema: settings.schema,
+    databaseUrl: settings.databaseUrl,
+    wsProxy,
+    source,
+    waker,
+    pool(max = 5) {
+      if (!settings.databaseUrl) throw new Error(`linkedLeasehold(): no database URL. It reads ${LINKED_SOURCES}; none of them is there.`);
+      return openPool({ ...settings, wsProxy }, max);
+    },
+  };
 }
 
 /** Waits for `waker` to settle, but no longer than `WAKE_WAIT_MS`: a hung wake-up never holds a response. */

@@ -21,6 +21,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { defineConfig, ENTRIES_DIR, type Config, type ConfigInput } from "../shared/config.ts";
 import type { RecurringJob } from "../shared/recurring.ts";
+import { componentChild } from "../shared/deployed.ts";
 import { entryHandler, writeEntries } from "../functions/entries.ts";
 import { createAlarms } from "./alarms.ts";
 import type { InfraContext } from "./context.ts";
@@ -75,8 +76,8 @@ export class Leasehold {
     const config = defineConfig(args.config as ConfigInput);
     const root = $cli.paths.root;
     const layout = packageLayout(root);
-    const child = (resource: string) => (name === "Leasehold" ? resource : `${name}${resource}`);
-    const dir = join(root, ENTRIES_DIR, name === "Leasehold" ? "" : name);
+    const child = (resource: string) => componentChild(name, resource);
+    const dir = join(root, ENTRIES_DIR, componentChild(name, ""));
     const files = writeEntries({
       dir, jobsModule: join(root, config.jobs), config, factories: layout.factories,
       edgeFactories: config.edge ? layout.edgeFactories : undefined,

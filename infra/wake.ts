@@ -5,6 +5,7 @@
  * recurring job (the app's `recurring`), each delivering its tick time.
  */
 import { toAwsCron } from "../shared/aws-cron.ts";
+import { schedulerFunctionName as deployedSchedulerName } from "../shared/deployed.ts";
 import type { InfraContext } from "./context.ts";
 
 export interface Wake {
@@ -18,8 +19,8 @@ export interface Wake {
 export function createWake(ctx: InfraContext): Wake {
   /** Names of the one-time schedules: `<prefix>-<epoch seconds>`, one prefix per stage. */
   const wakePrefix = `leasehold-${$app.stage}-${ctx.child("Wake").toLowerCase()}`.slice(0, 40);
-  /** The scheduler's function name, fixed so runners can be allowed to invoke it without a cycle. */
-  const schedulerFunctionName = `${$app.name}-${$app.stage}-${ctx.child("Scheduler")}`.slice(0, 64);
+  /** The scheduler's function name, fixed so runners can be allowed to invoke it without a cycle (and the CLI finds it by stage). */
+  const schedulerFunctionName = deployedSchedulerName({ app: $app.name, stage: $app.stage, component: ctx.name });
 
   const wakeRole = new aws.iam.Role(ctx.child("WakeRole"), {
     assumeRolePolicy: JSON.stringify({

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -152,6 +152,75 @@ describe("the leasehold CLI", () => {
     }
   });
 
+  describe("waking the scheduler, wherever it runs", () => {
+    /** A stand-in for the Lambda Invoke API: records each Invoke. */
+    const invokes: { path: string; type: unknown; body: string }[] = [];
+    let lambdaUrl = "";
+    const server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        invokes.push({ path: req.url ?? "", type: req.headers["x-amz-invocation-type"], body });
+        res.writeHead(202).end();
+      });
+    });
+    beforeAll(async () => {
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      lambdaUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(() => void server.close());
+    // NODE_NO_WARNINGS: on Node 20 the AWS SDK warns of its end of support on stderr, which these tests read.
+    const aws = () => ({ NODE_NO_WARNINGS: "1", AWS_ENDPOINT_URL_LAMBDA: lambdaUrl, AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local" });
+    const invoked = (fn: string) => ({ path: `/2015-03-31/functions/${fn}/invocations`, type: "Event", body: '{"source":"leasehold.wake"}' });
+
+    it("the dev stack's, found through its .dev-data/stack.json when the database is its own: enqueue, retry and `wake`", async () => {
+      const app = mkdtempSync(join(tmp, "dev-app-"));
+      mkdirSync(join(app, ".dev-data"));
+      // As `leasehold dev` writes it (this process stands in for the stack's; nothing set by hand).
+      const state = { pid: process.pid, apiUrl: "http://127.0.0.1:1", lambdaUrl, databaseUrl: databaseUrl(), schema: t.schema, wsProxy: "127.0.0.1:1", schedulerFunction: "scheduler", env: {} };
+      writeFileSync(join(app, ".dev-data", "stack.json"), JSON.stringify(state));
+      const env = { NODE_NO_WARNINGS: "1", LEASEHOLD_DEV_DATA_DIR: "", LEASEHOLD_SCHEDULER_FUNCTION: "", AWS_ENDPOINT_URL_LAMBDA: "", DATABASE_URL: "" };
+      const jobs = ["--jobs", JOBS];
+      invokes.length = 0;
+      const enqueued = await cli(["enqueue", "email.welcome", '{"to":"dev@example.com","name":"Dev"}', ...jobs, "--json"], { env, cwd: app });
+      expect(enqueued).toMatchObject({ code: 0, stderr: "" });
+      const dead = await killOne("dev-wake");
+      const retried = await cli(["retry", dead, ...jobs], { env, cwd: app });
+      expect(retried).toMatchObject({ code: 0, stderr: "" });
+      const woken = await cli(["wake", ...jobs], { env, cwd: app });
+      expect(woken).toMatchObject({ code: 0, stdout: `woke the dev stack's scheduler (${lambdaUrl})\n` });
+      expect(invokes).toEqual([invoked("scheduler"), invoked("scheduler"), invoked("scheduler")]);
+
+      // Another database than the stack's: its scheduler is not woken, and the CLI says why.
+      const elsewhere = await cli(["wake", ...jobs], { env: { ...env, DATABASE_URL: "postgres://u:p@127.0.0.1:1/other" }, cwd: app });
+      expect(elsewhere).toMatchObject({ code: 1, stderr: expect.stringContaining("no scheduler to wake: the dev stack running here uses another database") });
+      expect(invokes).toHaveLength(3);
+    });
+
+    it("a deployed stage's, named from sst.config.ts's app name with --stage; a bad --stage changes nothing", async () => {
+      const app = mkdtempSync(join(tmp, "deployed-app-"));
+      writeFileSync(join(app, "sst.config.ts"), 'export default $config({ app(input) { return { name: "acme", home: "aws", removal: input?.stage === "production" ? "retain" : "remove" }; }, async run() {} });\n');
+      const env = { ...aws(), LEASEHOLD_SCHEDULER_FUNCTION: "" };
+      invokes.length = 0;
+      const before = await countJobs();
+      const enqueued = await cli(["enqueue", "email.welcome", '{"to":"prod@example.com","name":"P"}', "--jobs", JOBS, "--stage", "production"], { env, cwd: app });
+      expect(enqueued).toMatchObject({ code: 0, stderr: "" });
+      expect(invokes).toEqual([invoked("acme-production-Scheduler")]);
+      const noConfig = await cli(["enqueue", "email.welcome", '{"to":"prod@example.com","name":"P"}', "--jobs", JOBS, "--stage", "production"], { env, cwd: tmp });
+      const badStage = await cli(["retry", "--all-dead", "--jobs", JOBS, "--stage", "no/such"], { env, cwd: app });
+      expect(noConfig).toMatchObject({ code: 2, stderr: expect.stringContaining("--stage: no sst.config.ts in") });
+      expect(badStage).toMatchObject({ code: 2, stderr: expect.stringContaining("--stage must be an SST stage name") });
+      expect(await countJobs()).toBe(before + 1);
+    });
+
+    it("says plainly when the Invoke fails, and still exits 0: the job is committed", async () => {
+      const env = { NODE_NO_WARNINGS: "1", LEASEHOLD_SCHEDULER_FUNCTION: "scheduler", AWS_ENDPOINT_URL_LAMBDA: "http://127.0.0.1:1", AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local" };
+      const enqueued = await cli(["enqueue", "email.welcome", '{"to":"lost@example.com","name":"L"}'], { env });
+      expect(enqueued.code).toBe(0);
+      expect(enqueued.stderr).toMatch(/^warning: could not wake scheduler \(LEASEHOLD_SCHEDULER_FUNCTION\): .+; the job starts at the scheduler's next wake-up\n$/);
+    });
+  });
+
   it("lists the recurring jobs of --jobs with their cron, time zone and next run", async () => {
     const [human, json] = await Promise.all([cli(["recurring"]), cli(["recurring", "--json"])]);
     expect(human.code).toBe(0);
@@ -272,7 +341,9 @@ export const registry = createRegistry([defineJob({ name: "ping", schema: z.obje
     expect(both.code).toBe(2);
     expect(queueAlone.code).toBe(2);
     const run = await cli(["retry", "--all-dead", "--queue", "bulk"]);
-    expect(run).toMatchObject({ code: 0, stdout: "retried 3 dead jobs on queue bulk\n", stderr: "retried 3/3\n" });
+    expect(run).toMatchObject({ code: 0, stdout: "retried 3 dead jobs on queue bulk\n" });
+    // No dev stack here and no deployed scheduler named: the CLI says it did not wake one.
+    expect(run.stderr).toMatch(/^retried 3\/3\nnote: the scheduler was not woken: no dev stack runs in this directory, and neither --stage nor LEASEHOLD_SCHEDULER_FUNCTION names a deployed scheduler;/);
     for (const id of bulk) expect((await getJob(t, id))!.status).toBe("queued");
     expect((await getJob(t, other))!.status).toBe("dead");
     const none = await cli(["retry", "--all-dead", "--queue", "bulk", "--json"]);

@@ -1,15 +1,15 @@
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { build } from "esbuild";
-import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { promisify } from "node:util";
+import { pathToFileURL } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../dev/embedded-postgres.ts";
 import { installFakeGlobals, type Created } from "./support/sst-stubs.ts";
+import { installApp, linkPlatform, packLeasehold, PLATFORM, ROOT, run } from "./support/packed.ts";
 
 /**
  * Leasehold as an outside app gets it: `npm pack` builds the package, a small
@@ -19,44 +19,21 @@ import { installFakeGlobals, type Created } from "./support/sst-stubs.ts";
  * component), bundles, runs with `npx leasehold dev` and answers
  * `npx leasehold stats`: nothing of this repository but the tarball.
  */
-const run = promisify(execFile);
-const root = fileURLToPath(new URL("..", import.meta.url));
-const platform = join(root, ".sst", "platform");
-
-/** When dist/ was last built (0: never). */
-const builtAt = () => (existsSync(join(root, "dist/.built")) ? statSync(join(root, "dist/.built")).mtimeMs : 0);
-/** The newest file the package is built from. */
-function newestSource(): number {
-  let newest = 0;
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else newest = Math.max(newest, statSync(path).mtimeMs);
-    }
-  };
-  for (const dir of ["shared", "functions", "cli", "dev", "infra", "migrations"]) walk(join(root, dir));
-  return Math.max(newest, statSync(join(root, "package.json")).mtimeMs);
-}
+const root = ROOT;
+const platform = PLATFORM;
 
 describe("the packed package in an outside SST app", () => {
   let work: string;
   let app: string;
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "leasehold-pack-"));
-    if (!existsSync(join(platform, "config.d.ts"))) await run("bash", ["scripts/check-infra.sh", "--platform-only"], { cwd: root });
-    // dist/ as `npm run build` (prepack) makes it: built again when a source is newer than the last build.
-    if (builtAt() < newestSource()) await run("npm", ["run", "build"], { cwd: root, maxBuffer: 64 << 20 });
-    const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", work, "--json"], { cwd: root, maxBuffer: 64 << 20 });
-    const tarball = join(work, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
+    const tarball = await packLeasehold(work);
     app = join(work, "acme");
     cpSync(join(root, "test/fixtures/app"), app, { recursive: true });
     const manifest = readFileSync(join(app, "package.json"), "utf8").replace("LEASEHOLD_TARBALL", tarball);
     writeFileSync(join(app, "package.json"), manifest);
-    // From the npm cache the project's own install filled; the registry only for what is missing.
-    await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund"], { cwd: app, maxBuffer: 64 << 20 });
-    mkdirSync(join(app, ".sst"));
-    symlinkSync(platform, join(app, ".sst", "platform"));
+    await installApp(app);
+    linkPlatform(app);
   }, 900_000);
   afterAll(() => {
     if (work) rmSync(work, { recursive: true, force: true });

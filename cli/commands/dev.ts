@@ -12,6 +12,10 @@ Postgres (or DATABASE_URL), migrations, the local Lambda runtime with the
 runners, scheduler and rescuer built from the app's leasehold.config.ts and
 jobs module (the same function entries \`sst deploy\` bundles), their
 schedules, and the API with the dashboard. PORT picks the API's port.
+Jobs already queued or running in its database are started (the scheduler
+is woken at start). While it runs, .dev-data/stack.json tells the CLI and
+linkedLeasehold() in your own server where its database, WebSocket relay
+and scheduler are: \`leasehold enqueue\` and \`retry\` wake it with nothing set.
 
 Options:
   --verbose   print every line the functions log`,

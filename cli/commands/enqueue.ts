@@ -46,6 +46,8 @@ JSON payload <json>; pass - to read the payload from stdin. The payload is
 checked by the job type's zod schema first, and the job against the runners
 in the app's config (its queue must be served, its lease must fit): if it is
 refused, each bad field is named, nothing is written, and the exit code is 2.
+Once the job is committed, the CLI wakes the scheduler so it starts now
+(see \`leasehold wake --help\` for which one; --stage for a deployment).
 
 Options:
   --queue <q>            queue to put it on (default: the job type's)
@@ -76,6 +78,7 @@ Examples:
     } catch (err) {
       throw usageError(`the payload is not valid JSON: ${(err as Error).message}`);
     }
+    await ctx.wakeTarget(); // a bad --stage is refused before anything is written
     const registry = await ctx.registry();
     const type = registry.get(name);
     if (!type) {

@@ -35,7 +35,8 @@ export const retryCommand: Command = {
 leasehold retry --all-dead [--queue <q>]
 
 Moves a dead job back to queued with its attempts reset, to run now; its
-earlier attempts stay in its history. Exit code 3 if there is no such job,
+earlier attempts stay in its history. Then wakes the scheduler, as
+\`leasehold enqueue\` does (see \`leasehold wake --help\`). Exit code 3 if there is no such job,
 4 if it is not dead.
 
 With --all-dead, retries every dead job (only those of --queue if given),
@@ -47,6 +48,7 @@ Options:
   options: { "all-dead": { type: "boolean" }, queue: { type: "string" } },
   async run(ctx, positionals, values) {
     const queue = option(values, "queue");
+    await ctx.wakeTarget(); // a bad --stage is refused before anything is written
     if (values["all-dead"]) {
       if (positionals.length > 0) throw usageError("give a job id or --all-dead, not both");
       return retryAllDead(ctx, queue);
