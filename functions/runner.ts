@@ -94,7 +94,7 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
           c[e.outcome]++;
           counts.set(e.queue, c);
           if (e.outcome === "succeeded") {
-            logger.info("job succeeded", { jobId: e.jobId, name: e.name, attempt: e.attempt, outcome: e.outcome, durationMs: e.durationMs });
+            logger.info("job succeeded", { jobId: e.jobId, name: e.name, attempt: e.attempt, run: e.run, outcome: e.outcome, durationMs: e.durationMs });
           }
         },
       });
