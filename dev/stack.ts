@@ -7,6 +7,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
 import { createSchedulerWaker } from "../functions/waker.ts";
+import { LABEL_OUTPUT_ENV } from "../functions/job-output.ts";
 import { runnerFunctions, type Config } from "../shared/config.ts";
 import { loadAppConfig } from "./app-config.ts";
 import { localFunctions } from "./functions.ts";
@@ -120,6 +121,8 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
         LEASEHOLD_SCHEMA: schema,
         LEASEHOLD_WS_PROXY: relay.address,
         NODE_NO_WARNINGS: "1",
+        // Handlers' output labelled by job: what `leasehold dev` shows.
+        [LABEL_OUTPUT_ENV]: "1",
       },
       onLog: options.onLog ? (fn, _id, line) => options.onLog!(fn, line) : () => {},
     });
