@@ -185,7 +185,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     render("queues", queues.queues, queueTable);
     render("groups", groups.groups, groupTable);
     render("chart", throughput.buckets, chart);
-    render("recurring", recurring.recurring, recurringTable);
+    render("recurring", recurring.recurring, (jobs) => recurringTable(jobs, recurring.jobsModule));
     const retried = ids.map((id) => retriedJobs.get(id)).filter(Boolean)
       .map((j) => ({ id: j.id, name: j.name, queue: j.queue, status: j.status, attempts: j.attempts, finishedAt: j.finishedAt }));
     $("retried-section").hidden = retried.length === 0;
@@ -223,8 +223,10 @@ export const DASHBOARD_JS = String.raw`"use strict";
 
   // A time as a <time> element (the instant in its datetime attribute), shown in this browser zone.
   const when = (iso) => (iso ? h("time", { datetime: iso }, time(iso)) : h("span", { class: "muted" }, "—"));
-  function recurringTable(jobs) {
-    if (jobs.length === 0) return h("p", { class: "empty" }, "No recurring jobs are declared (jobs/index.ts exports none).");
+  function recurringTable(jobs, jobsModule) {
+    if (jobs.length === 0) {
+      return h("p", { class: "empty" }, "No recurring jobs are declared (", jobsModule ? h("code", {}, jobsModule) : "the app's jobs module", " exports no ", h("code", {}, "recurring"), ").");
+    }
     return h("table", { class: "recurring" },
       h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Job"), h("th", {}, "Cron"), h("th", {}, "Time zone"),
         h("th", { title: "a tick delivered late: skip it, or run it late" }, "Missed ticks"), h("th", {}, "Last tick"), h("th", {}, "Next run"))),
