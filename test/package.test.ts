@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../dev/embedded-postgres.ts";
 import { installFakeGlobals, type Created } from "./support/sst-stubs.ts";
 import { readManifest, unusedFiles } from "../scripts/package-files.ts";
+import { docSnippets, writeSnippetApp } from "./support/doc-snippets.ts";
 
 /**
  * Leasehold as an outside app gets it: `npm pack` builds the package, a small
@@ -96,6 +97,17 @@ describe("the packed package in an outside SST app", () => {
   it("the app's sst.config.ts, config, jobs and route type-check against SST's real component types", async () => {
     const result = await run(join(platform, "node_modules/.bin/tsc"), ["-p", join(app, "tsconfig.json")], { cwd: app }).catch((e: { stdout: string }) => e);
     expect("stdout" in result ? result.stdout : "").toBe("");
+  }, 300_000);
+
+  it("every TypeScript block of README.md and docs/*.md type-checks from outside, against the packed package's types", async () => {
+    const { checked, notChecked } = docSnippets(root);
+    // A fragment on purpose is marked `<!-- not checked: reason -->`; there are few.
+    expect(notChecked.length).toBeLessThanOrEqual(2);
+    expect(checked.map((s) => s.path)).toEqual(expect.arrayContaining(["leasehold.config.ts", "src/jobs.ts"]));
+    const tsconfig = writeSnippetApp(join(app, "docs-snippets"), checked, join(app, ".sst/platform/config.d.ts"));
+    const result = await run(join(platform, "node_modules/.bin/tsc"), ["-p", tsconfig], { cwd: join(app, "docs-snippets") }).catch((e: { stdout: string }) => e);
+    const shownAt = checked.map((s) => `${s.path}: ${s.at}`).join("\n");
+    expect("stdout" in result ? result.stdout : "", `the blocks, by file:\n${shownAt}`).toBe("");
   }, 300_000);
 
   it("deploys as `sst deploy` would: the component from the app's config, and every function bundles offline", async () => {
