@@ -33,6 +33,9 @@ export function localFunctions(o: { root: string; config: Config; jobsModule: st
     platform: "node",
     format: "esm",
     target: "node20",
+    // Linked maps (the child enables them): a thrown error's stack names the app's own files and lines.
+    sourcemap: "linked",
+    sourcesContent: false,
     // CommonJS dependencies (the AWS SDK, pg) require() Node's built-ins.
     banner: { js: "import { createRequire as __leaseholdRequire } from 'node:module'; const require = __leaseholdRequire(import.meta.url);" },
     external: ["pg-native", "bufferutil", "utf-8-validate"],

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { startDemoTraffic } from "./demo-traffic.ts";
+import { devOutput } from "./output.ts";
 import { readyBanner, runDevStack } from "./run.ts";
 
 /**
@@ -22,10 +23,10 @@ await runDevStack({
   port: process.env.PORT ? Number(process.env.PORT) : undefined,
   apiToken: process.env.LEASEHOLD_API_TOKEN || undefined,
   jobsModule: values.jobs,
-  onLog: values.verbose ? (fn, line) => console.log(`[${fn}] ${line}`) : undefined,
+  onLog: devOutput(values.verbose),
   onReady(stack) {
     const demo = values["no-demo"] || values.jobs ? null : startDemoTraffic(stack.apiUrl, stack.apiToken);
-    console.log(readyBanner(stack, demo ? "Example jobs are being enqueued (--no-demo to stop that); the crashing one ends dead after 3 rescues." : ""));
+    console.log(readyBanner(stack, demo ? "Example jobs are being enqueued (--no-demo to stop that); the one that crashes its runner ends dead (a line says after what)." : ""));
     return demo ?? undefined;
   },
 });

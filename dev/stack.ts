@@ -3,10 +3,11 @@ import { LambdaClient } from "@aws-sdk/client-lambda";
 import { CreateScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
 import { createSchedulerWaker } from "../functions/waker.ts";
+import { LABEL_OUTPUT_ENV } from "../functions/job-output.ts";
 import { runnerFunctions, type Config } from "../shared/config.ts";
 import { loadAppConfig } from "./app-config.ts";
 import { localFunctions } from "./functions.ts";
@@ -143,6 +144,8 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
         LEASEHOLD_SCHEMA: schema,
         LEASEHOLD_WS_PROXY: relay.address,
         NODE_NO_WARNINGS: "1",
+        // Handlers' output labelled by job: what `leasehold dev` shows.
+        [LABEL_OUTPUT_ENV]: "1",
       },
       onLog: options.onLog ? (fn, _id, line) => options.onLog!(fn, line) : () => {},
     });
@@ -169,7 +172,10 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       }));
     }
     eventBridge.destroy();
-    const app = createApp({ registry, recurring, token: apiToken, waker, store: { db: pool, schema }, serving: servingRules(config) });
+    const app = createApp({
+      registry, recurring, token: apiToken, waker, store: { db: pool, schema }, serving: servingRules(config),
+      jobsModule: relative(root, jobsModule).split(sep).join("/"),
+    });
     const server: ServerType = await new Promise((done, fail) => {
       const s = serve({ fetch: app.fetch, port: apiPort, hostname: "127.0.0.1" }, () => done(s));
       s.once("error", (err: NodeJS.ErrnoException) => fail(err.code === "EADDRINUSE" ? new PortInUseError(apiPort, options.portHint?.(apiPort + 1)) : err));

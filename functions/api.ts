@@ -43,6 +43,7 @@ export function createApiHandler(options: ApiHandlerOptions) {
     logger,
     serving: servingRules(config),
     recurring,
+    jobsModule: config.jobs,
     openStore: () => {
       const pool = createNeonPool(env.databaseUrl, { max: 2, wsProxy: env.wsProxy, webSocketConstructor });
       return { store: { db: pool, schema: env.schema }, close: () => pool.end() };

@@ -12,8 +12,8 @@ import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, type
 /**
  * The rescuer: cron-triggered, it records the death of runners (an expired
  * lease whose handler had started becomes a `lease_expired` attempt and the
- * job is re-queued or marked dead; one that never started gets its attempt
- * back),
+ * job is re-queued or marked dead; one whose start is not on record gets its
+ * attempt back),
  * publishes the metrics the alarms watch (DeadJobs, RescuedJobs,
  * UnservedJobs; ReadyJobs, OldestReadyAgeSeconds and JobsUnserved per queue),
  * logs each dead job with its reasons, and prunes finished jobs past their

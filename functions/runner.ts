@@ -11,6 +11,7 @@ import { invokeAsync, lambdaClient } from "./aws.ts";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { closePool, openPool } from "./env.ts";
 import { WAKE_EVENT } from "./waker.ts";
+import { labelHandlerOutput } from "./job-output.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
 
 /**
@@ -38,7 +39,10 @@ export interface RunnerHandlerOptions extends LeaseholdApp {
 
 /** The runner's Lambda handler, for the app's job types and config. */
 export function createRunnerHandler(options: RunnerHandlerOptions): (event: unknown, context: Context) => Promise<WorkerSummary> {
-  const { registry, config, settings } = resolveApp(options);
+  const app = resolveApp(options);
+  const { config, settings } = app;
+  // Under `leasehold dev`, each handler's output comes out labelled by its job.
+  const registry = labelHandlerOutput(app.registry);
   const name = options.runner ?? process.env.LEASEHOLD_RUNNER ?? "runner";
   const found = config.runners[name];
   if (!found) throw new Error(`no runner named ${name} in the config (runners: ${Object.keys(config.runners).join(", ")})`);
@@ -94,7 +98,7 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
           c[e.outcome]++;
           counts.set(e.queue, c);
           if (e.outcome === "succeeded") {
-            logger.info("job succeeded", { jobId: e.jobId, name: e.name, attempt: e.attempt, outcome: e.outcome, durationMs: e.durationMs });
+            logger.info("job succeeded", { jobId: e.jobId, name: e.name, attempt: e.attempt, run: e.run, outcome: e.outcome, durationMs: e.durationMs });
           }
         },
       });

@@ -26,8 +26,12 @@ export interface JobRecord {
 }
 
 export interface AttemptRecord {
-  /** Unique for the life of the job, across releases and retries. */
-  attempt: number;
+  /**
+   * The run this row records (a handler's `ctx.run`): 1 on the first, one
+   * more per claim, unique for the life of the job across releases and
+   * manual retries.
+   */
+  run: number;
   generation: number;
   runnerId: string | null;
   claimedAt: Date;
@@ -87,7 +91,7 @@ export async function retryJob(store: Store, id: string): Promise<JobRecord | nu
 
 const GET_JOB = `select ${JOB_COLUMNS} from leasehold.jobs where id = $1::bigint`;
 const GET_ATTEMPTS = `
-select attempt, generation, runner_id, claimed_at, ended_at, outcome::text, error
+select attempt as run, generation, runner_id, claimed_at, ended_at, outcome::text, error
 from leasehold.job_attempts where job_id = $1::bigint order by attempt`;
 
 /** A job with every attempt it has made, or null. */
@@ -95,14 +99,14 @@ export async function getJob(store: Store, id: string): Promise<(JobRecord & { a
   const [{ rows }, { rows: attempts }] = await Promise.all([
     store.db.query<JobRow>(sql(store.schema, GET_JOB), [id]),
     store.db.query<{
-      attempt: number; generation: number; runner_id: string | null; claimed_at: Date; ended_at: Date; outcome: AttemptOutcome; error: string | null;
+      run: number; generation: number; runner_id: string | null; claimed_at: Date; ended_at: Date; outcome: AttemptOutcome; error: string | null;
     }>(sql(store.schema, GET_ATTEMPTS), [id]),
   ]);
   if (!rows[0]) return null;
   return {
     ...toJob(rows[0]),
     attemptHistory: attempts.map((a) => ({
-      attempt: a.attempt, generation: a.generation, runnerId: a.runner_id, claimedAt: a.claimed_at, endedAt: a.ended_at, outcome: a.outcome, error: a.error,
+      run: a.run, generation: a.generation, runnerId: a.runner_id, claimedAt: a.claimed_at, endedAt: a.ended_at, outcome: a.outcome, error: a.error,
     })),
   };
 }

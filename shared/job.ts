@@ -30,8 +30,21 @@ export type AttemptOutcome = "succeeded" | "failed" | "timeout" | "lease_expired
 /** What a handler gets beside its payload. */
 export interface JobContext {
   jobId: string;
-  /** 1 on the first attempt. */
+  /**
+   * The attempt this run is charged as: 1 on the first, at most
+   * `maxAttempts` (what `maxAttempts` bounds and the backoff counts). A run
+   * given back uncharged (released from a runner's buffer, or a death with no
+   * start on record) does not raise it, and a manual retry of a dead job
+   * starts again at 1. The job's `attempts` is the same count.
+   */
   attempt: number;
+  /**
+   * The number of the attempt row this run writes (`run` in the CLI, the
+   * API and the dashboard): 1 on the first run, raised by every claim, never
+   * given back, so it is unique for the life of the job across releases and
+   * manual retries, and can exceed `maxAttempts`.
+   */
+  run: number;
   maxAttempts: number;
   leaseToken: string;
   /** Fires at the lease deadline; the attempt is then recorded `timeout`. */

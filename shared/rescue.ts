@@ -32,7 +32,7 @@ export interface ExpiredLease {
 }
 
 export type RescueDecision =
-  /** The handler never started (as far as the record goes): the attempt is given back. */
+  /** No start on record (the handler may have started, unrecorded): the attempt is given back. */
   | { action: "refund"; attempts: number }
   | { action: "retry"; attempts: number; delayMs: number; suspect: boolean }
   | { action: "dead"; attempts: number };
@@ -49,7 +49,7 @@ export function decideRescue(job: ExpiredLease, random: () => number = Math.rand
 
 export interface RescueResult {
   rescued: number;
-  /** Expired leases whose handler had never started: given back uncharged. */
+  /** Expired leases with no start on record: given back uncharged. */
   refunded: number;
   dead: number;
   /** Ids of the jobs that died, for the death reporter. */
@@ -78,7 +78,7 @@ with s as (
       owes_attempt = s.action = 'refund',
       start_first = j.start_first or s.action = 'refund',
       last_error = case s.action
-        when 'refund' then 'runner ' || coalesce(j.runner_id, 'unknown') || ' died before the handler started; attempt given back'
+        when 'refund' then 'runner ' || coalesce(j.runner_id, 'unknown') || ' died with no start on record; attempt given back'
         else 'runner ' || coalesce(j.runner_id, 'unknown') || ' did not settle by '
              || to_char(j.lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') end
   from s

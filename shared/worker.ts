@@ -45,7 +45,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const leftQueued = new Set<string>();
 
   const running = new Set<Promise<void>>();
-  const held = new Map<string, { queue: string; name: string; attempt: number; at: number; outcome?: SettleOutcome }>();
+  const held = new Map<string, { queue: string; name: string; attempt: number; run: number; at: number; outcome?: SettleOutcome }>();
   let wake: (() => void) | null = null;
   const nudge = () => wake?.();
   // The loop waits for a free slot (not for new work): a finishing job wakes it.
@@ -72,7 +72,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     const outcome = kind === "failed" ? (info?.outcome ?? "failed") : kind;
     const durationMs = info ? clock.now() - info.at : 0;
     // Built only for a line that is logged: most outcomes are quiet successes.
-    const fields = () => ({ jobId: id, attempt: info?.attempt, runnerId, outcome, durationMs, name: info?.name });
+    const fields = () => ({ jobId: id, attempt: info?.attempt, run: info?.run, runnerId, outcome, durationMs, name: info?.name });
     if (!accepted) {
       summary.stale++;
       log.warn(abandoned ? "settle abandoned: lease ran out while the database was unreachable" : "stale settle refused: lease lost", fields());
@@ -85,14 +85,14 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     else if (accepted) leftQueued.delete(id);
     if (accepted && status === "dead") options.onDead?.([id]);
     options.onSettled?.({
-      jobId: id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0,
+      jobId: id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0, run: info?.run ?? 0,
       outcome, accepted, status, durationMs,
     });
     // Slots held back while outcomes piled up may start again.
     pump();
   }
 
-  const hold = (b: Buffered) => held.set(b.job.id, { queue: b.job.queue, name: b.job.name, attempt: b.job.attempts, at: clock.now() });
+  const hold = (b: Buffered) => held.set(b.job.id, { queue: b.job.queue, name: b.job.name, attempt: b.job.attempts, run: b.job.run, at: clock.now() });
   const release = (b: Buffered) => {
     hold(b);
     completer.release({ ...b.job, deadline: b.deadline });

@@ -42,8 +42,8 @@ describe.each(drivers)("operator actions and views (%s driver)", (driver) => {
     await completeJobs(t, [again!]);
     const full = (await getJob(t, id))!;
     expect(full.status).toBe("succeeded");
-    // The retry is a second generation of the same job; its attempt numbers go on.
-    expect(full.attemptHistory.map((a) => [a.attempt, a.generation, a.outcome, a.runnerId, a.error])).toEqual([
+    // The retry is a second generation of the same job; its run numbers go on.
+    expect(full.attemptHistory.map((a) => [a.run, a.generation, a.outcome, a.runnerId, a.error])).toEqual([
       [1, 1, "failed", "r", "kaput"],
       [2, 2, "succeeded", "r2", null],
     ]);

@@ -96,7 +96,7 @@ describe.each(drivers)("HTTP API, happy paths (%s driver)", (driver) => {
     expect(shown.status).toBe(200);
     expect(shown.body).toMatchObject({ id: job.id, status: "dead", attempts: 1, lastError: "smtp down" });
     expect(shown.body.attemptHistory).toEqual([
-      { attempt: 1, generation: 1, runnerId: "runner-1", claimedAt: expect.any(String), endedAt: expect.any(String), outcome: "failed", error: "smtp down" },
+      { run: 1, generation: 1, runnerId: "runner-1", claimedAt: expect.any(String), endedAt: expect.any(String), outcome: "failed", error: "smtp down" },
     ]);
     const dead = await call("GET", "/v1/jobs?status=dead&queue=ops");
     expect(dead.body.jobs.map((j: { id: string }) => j.id)).toEqual([job.id]);
@@ -108,7 +108,7 @@ describe.each(drivers)("HTTP API, happy paths (%s driver)", (driver) => {
     const retried = await call("POST", `/v1/jobs/${job.id}/retry`);
     // The same job, a new generation; its attempt history is kept.
     expect(retried.body).toMatchObject({ id: job.id, status: "queued", attempts: 0, generation: 2 });
-    expect((await call("GET", `/v1/jobs/${job.id}`)).body.attemptHistory).toMatchObject([{ attempt: 1, generation: 1, outcome: "failed" }]);
+    expect((await call("GET", `/v1/jobs/${job.id}`)).body.attemptHistory).toMatchObject([{ run: 1, generation: 1, outcome: "failed" }]);
     const again = await call("POST", `/v1/jobs/${job.id}/retry`);
     expect(again.status).toBe(409);
     expect(again.body.error).toMatchObject({ code: "conflict", status: "queued" });

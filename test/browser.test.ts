@@ -1,6 +1,7 @@
 /**
- * The dashboard in a real browser: headless Chromium (Debian's, driven by
- * playwright-core) against the API served on 127.0.0.1, on a test schema.
+ * The dashboard in a real browser: headless Chromium (the system's, else the
+ * @sparticuz/chromium dev dependency's; driven by playwright-core) against the
+ * API served on 127.0.0.1, on a test schema.
  * Screenshots go to test/artifacts/ (git-ignored). Without a browser (see
  * test/support/chromium.ts), one test fails and says how to install one.
  */
@@ -20,7 +21,7 @@ import { runWorker } from "../shared/worker.ts";
 import { findChromium } from "./support/chromium.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 
-const chromiumFound = findChromium();
+const chromiumFound = await findChromium();
 const ARTIFACTS = fileURLToPath(new URL("./artifacts/", import.meta.url));
 const QUEUE = "dashboard-e2e";
 const token = generateToken();

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { chromium } from "playwright-core";
 import { findChromium } from "./support/chromium.ts";
 
 /** Without a browser, the browser test fails in one clear line; nothing else does, and nothing is skipped. */
@@ -21,22 +22,39 @@ describe("finding Chromium for the browser test", () => {
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it("takes LEASEHOLD_CHROMIUM when set, else the first usual place that has one", () => {
-    expect(findChromium({ LEASEHOLD_CHROMIUM: browser }, [])).toEqual({ path: browser });
-    expect(findChromium({}, [join(dir, "absent"), notExecutable, browser])).toEqual({ path: browser });
+  const noNpm = async () => ({ error: "not installed" });
+
+  it("takes LEASEHOLD_CHROMIUM when set, else the first usual place that has one, else the npm package's", async () => {
+    expect(await findChromium({ LEASEHOLD_CHROMIUM: browser }, [], noNpm)).toEqual({ path: browser, from: "LEASEHOLD_CHROMIUM" });
+    expect(await findChromium({}, [join(dir, "absent"), notExecutable, browser], noNpm)).toEqual({ path: browser, from: "system" });
+    expect(await findChromium({}, [join(dir, "absent")], async () => ({ path: browser }))).toEqual({ path: browser, from: "npm" });
   });
 
-  it("says how to install one when LEASEHOLD_CHROMIUM names no executable, without falling back", () => {
+  it("with no system Chromium, the @sparticuz/chromium dev dependency gives one that runs headless, with nothing downloaded", async () => {
+    const found = await findChromium({}, [join(dir, "absent")]);
+    expect(found).toMatchObject({ from: "npm" });
+    const browserFound = found as { path: string };
+    const launched = await chromium.launch({ executablePath: browserFound.path, args: ["--headless", "--no-sandbox", "--disable-gpu"] });
+    try {
+      const page = await launched.newPage();
+      await page.setContent("<p id=p>drawn</p>");
+      expect(await page.textContent("#p")).toBe("drawn");
+    } finally {
+      await launched.close();
+    }
+  }, 120_000);
+
+  it("says how to install one when LEASEHOLD_CHROMIUM names no executable, without falling back", async () => {
     for (const path of [join(dir, "absent"), notExecutable]) {
-      const found = findChromium({ LEASEHOLD_CHROMIUM: path }, [browser]);
+      const found = await findChromium({ LEASEHOLD_CHROMIUM: path }, [browser]);
       expect(found).toEqual({ error: expect.stringContaining(`LEASEHOLD_CHROMIUM=${path} is not an executable file`) });
       expect(found).toEqual({ error: expect.stringContaining("apt-get install chromium") });
     }
   });
 
-  it("says where it looked and how to install one when there is none", () => {
-    const found = findChromium({}, [join(dir, "absent"), notExecutable]);
-    expect(found).toEqual({ error: expect.stringContaining(`looked in ${join(dir, "absent")}, ${notExecutable}`) });
+  it("says where it looked and how to install one when there is none", async () => {
+    const found = await findChromium({}, [join(dir, "absent"), notExecutable], noNpm);
+    expect(found).toEqual({ error: expect.stringContaining(`looked in ${join(dir, "absent")}, ${notExecutable}; not installed`) });
     expect(found).toEqual({ error: expect.stringMatching(/apt-get install chromium.*LEASEHOLD_CHROMIUM/) });
   });
 

@@ -68,10 +68,10 @@ describe("the leasehold CLI", () => {
   const countJobs = async () =>
     (await t.admin.query<{ n: number }>(`select count(*)::int as n from "${t.schema}".jobs`)).rows[0]!.n;
 
-  const killOne = async (queue: string) => {
+  const killOne = async (queue: string, error = "kaput") => {
     const { id } = await enqueue(t, noop, { n: 0 }, { queue, maxAttempts: 1 });
     const [c] = await claimJobs(t, { queue, runnerId: "runner-1", limit: 1, maxLeaseMs: 60_000 });
-    await failJobs(t, [{ ...c!, outcome: "failed", error: "kaput", retryDelayMs: 0 }]);
+    await failJobs(t, [{ ...c!, outcome: "failed", error, retryDelayMs: 0 }]);
     return id;
   };
 
@@ -300,8 +300,9 @@ export const registry = createRegistry([defineJob({ name: "ping", schema: z.obje
     expect(badStatus).toMatchObject({ code: 2, stderr: expect.stringContaining("--status must be one of") });
   });
 
-  it("shows a job with its attempt history; 3 when there is none, 2 for a bad id", async () => {
-    const id = await killOne("show");
+  it("shows a job with its attempt history and every run's whole error; 3 when there is none, 2 for a bad id", async () => {
+    const error = `Error: kaput ${"x".repeat(100)}\n    at handler (/app/src/jobs.ts:12:11)\n    at run (/app/src/run.ts:3:5)`;
+    const id = await killOne("show", error);
     const [human, json, missing, missingJson, badId, tooBig] = await Promise.all([
       cli(["job", id]),
       cli(["job", id, "--json"]),
@@ -313,8 +314,10 @@ export const registry = createRegistry([defineJob({ name: "ping", schema: z.obje
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/^status\s+dead$/m);
     expect(human.stdout).toMatch(/^payload\s+\{"n":0\}$/m);
-    expect(human.stdout).toMatch(/^\s*1\s+1\s+failed\s+runner-1\s.*kaput$/m);
-    expect(json.json).toMatchObject({ id, status: "dead", attemptHistory: [{ attempt: 1, outcome: "failed", runnerId: "runner-1", error: "kaput" }] });
+    // The table shows the error's first line, cut; below it, the whole error of each run.
+    expect(human.stdout).toMatch(/^\s*1\s+1\s+failed\s+runner-1\s.*Error: kaput x+…$/m);
+    expect(human.stdout).toContain(`run 1 failed:\n  Error: kaput ${"x".repeat(100)}\n      at handler (/app/src/jobs.ts:12:11)\n      at run (/app/src/run.ts:3:5)\n`);
+    expect(json.json).toMatchObject({ id, status: "dead", attemptHistory: [{ run: 1, outcome: "failed", runnerId: "runner-1", error }] });
     expect(missing).toMatchObject({ code: 3, stderr: "leasehold: job 999999999 does not exist\n" });
     expect(missingJson.json).toEqual({ error: { reason: "not_found", exitCode: 3, message: "job 999999999 does not exist", id: "999999999" } });
     expect(badId).toMatchObject({ code: 2, stderr: expect.stringContaining('invalid job id "abc"') });

@@ -39,7 +39,7 @@ describe("a job's death, whichever way it dies", () => {
     ["no longer fits its schema when it runs", reshapedBefore, [/^failed: payload does not match the schema of e2e\.reshaped: /]],
     // Its first death may come before the runner recorded the start: that
     // attempt is given back (released), and the next deaths are charged.
-    ["kills its runner", killer, [/^(released|lease_expired): runner .* (died before the handler started|did not settle by)/]],
+    ["kills its runner", killer, [/^(released|lease_expired): runner .* (died with no start on record|did not settle by)/]],
   ])("a job that %s ends dead, adds 1 to DeadJobs and writes one \"job dead\" line with its reasons", async (_what, type, reasons) => {
     const before = deadJobs();
     const { id } = await enqueue(s.t, type, {});

@@ -239,4 +239,37 @@ describe("npm run dev", () => {
     expect(code).toBe(0);
     expect(await processesNaming(dev.dataDir)).toEqual([]);
   }, 150_000);
+  it("shows each handler's output behind its job, a thrown error's stack at the app's own file and line, and a line per death counting its runs", async () => {
+    const apiPort = await freePort();
+    const token = "dev-output-test-token-0123456789";
+    const dev = await startDev(
+      { PORT: String(apiPort), LEASEHOLD_API_TOKEN: token, LEASEHOLD_DEV_PG_PORT: String(await freePort()) },
+      { direct: true, args: ["--jobs", "test/fixtures/output-jobs.ts"] },
+    );
+    await ready(dev);
+    const enqueue = async (name: string, payload: unknown) => {
+      const res = await fetch(`http://127.0.0.1:${apiPort}/v1/jobs`, {
+        method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ name, payload }),
+      });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { id: string }).id;
+    };
+    const said = await enqueue("output.say", { words: "hello" });
+    const failed = await enqueue("output.fail", {});
+    const deadline = Date.now() + 90_000;
+    while (!dev.output().includes(`job ${failed} (output.fail) dead`) || !dev.output().includes(`#${said} run 1] on attempt`)) {
+      if (Date.now() > deadline) throw new Error(`not shown in time:\n${dev.output()}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    const out = dev.output();
+    expect(out).toContain(`[output.say #${said} run 1] saying hello\n`);
+    expect(out).toContain(`[output.say #${said} run 1] on attempt 1\n`);
+    expect(out).toContain(`[output.fail #${failed} run 1] threw Error: broken on purpose\n`);
+    // The stack names the fixture's own file and line, not the generated bundle.
+    expect(out).toMatch(new RegExp(`\\[output\\.fail #${failed} run 1\\]\\s+at .*test/fixtures/output-jobs\\.ts:19:\\d+`));
+    expect(out).toContain(`job ${failed} (output.fail) dead after 1 failure; last: failed: Error: broken on purpose\n`);
+    // Without --verbose, the functions' own log lines stay out.
+    expect(out).not.toMatch(/"message":"job succeeded"|^REPORT RequestId/m);
+    expect((await ctrlC(dev)).code).toBe(0);
+  }, 150_000);
 });

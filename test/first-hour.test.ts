@@ -61,7 +61,7 @@ describe("the README's app, from a packed tarball", () => {
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "leasehold-first-hour-"));
     chmodSync(work, 0o755); // as root, the embedded Postgres runs as the postgres user
-    const tarball = await packLeasehold(work);
+    const { tarball } = await packLeasehold(work);
     app = join(work, "my-app");
     mkdirSync(join(app, "src"), { recursive: true });
     writeFileSync(join(app, "package.json"), `${JSON.stringify({

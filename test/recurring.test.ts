@@ -91,11 +91,15 @@ describe("recurring jobs listed by the API", () => {
 
   it("GET /v1/recurring lists each recurring job with its cron, time zone, last tick and next run", async () => {
     const token = "recurring-test-token-0123456789";
-    const app = createApp({ registry: createRegistry([ping]), token, store: t, recurring: [everyMinute] });
+    const app = createApp({ registry: createRegistry([ping]), token, store: t, recurring: [everyMinute], jobsModule: "src/jobs.ts" });
     await enqueueTick(t.pool, t.schema, everyMinute, new Date("2026-12-01T12:00:00Z"), start);
     const res = await app.request("/v1/recurring", { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { recurring: Record<string, unknown>[] };
+    const body = (await res.json()) as { recurring: Record<string, unknown>[]; jobsModule: string | null };
+    // The dashboard names the app's own jobs module when it declares none.
+    expect(body.jobsModule).toBe("src/jobs.ts");
+    const unnamed = createApp({ registry: createRegistry([ping]), token, store: t });
+    expect(await (await unnamed.request("/v1/recurring", { headers: { authorization: `Bearer ${token}` } })).json()).toEqual({ recurring: [], jobsModule: null });
     expect(body.recurring).toEqual([{
       name: "ping.minutely", jobName: "ping", cron: "* * * * *", timeZone: "UTC", missed: "skip",
       lastTickAt: "2026-12-01T12:00:00.000Z", nextRunAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/),

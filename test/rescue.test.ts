@@ -131,7 +131,7 @@ describe.each(drivers)("rescue (%s driver)", (driver) => {
     expect(await rescueExpiredLeases(t)).toMatchObject({ rescued: 0, refunded: 1, dead: 0 });
     expect(await row(id)).toMatchObject({ status: "queued", attempts: 0, owes_attempt: true, suspect: false });
     expect((await attemptRows(id)).map((a) => [a.attempt, a.outcome, a.error])).toEqual([
-      [1, "released", "runner buffered died before the handler started; attempt given back"],
+      [1, "released", "runner buffered died with no start on record; attempt given back"],
     ]);
   });
 

@@ -5,6 +5,7 @@ import { MAX_BACKOFF_MS } from "../shared/config.ts";
 import { sql } from "../shared/db.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
 import { decideRescue } from "../shared/rescue.ts";
+import { countEndings, deathSummary } from "../dev/output.ts";
 
 describe("retry backoff", () => {
   it("doubles per attempt between half and all of the exponential delay", () => {
@@ -138,5 +139,19 @@ describe("the prefetch gauge", () => {
     quick.claimTook(5);
     quick.jobTook(0);
     expect(quick.size()).toBe(MAX_PREFETCH);
+  });
+});
+
+describe("the dev stack's death line", () => {
+  it("counts how the runs ended, from the record, not a fixed phrase", () => {
+    const line = JSON.stringify({
+      level: "ERROR", message: "job dead", jobId: "7", name: "runner.crash",
+      reasons: ["released: runner a died with no start on record; attempt given back", "lease_expired: runner b did not settle by x", "lease_expired: runner c did not settle by y"],
+    });
+    expect(deathSummary(line)).toBe("job 7 (runner.crash) dead after 2 rescues and 1 release; last: lease_expired: runner c did not settle by y");
+    expect(countEndings(["failed: Error: a\n    at x", "timeout: lease", "failed: Error: b"])).toBe("2 failures and 1 timeout");
+    expect(countEndings(["failed: a", "timeout: b", "lease_expired: c"])).toBe("1 failure, 1 timeout and 1 rescue");
+    expect(deathSummary('{"message":"job succeeded"}')).toBeNull();
+    expect(deathSummary("not json but names \"job dead\"")).toBeNull();
   });
 });

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Queryable } from "../shared/db.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { claimJobs } from "../shared/claim.ts";
+import { getJob } from "../shared/admin.ts";
 import { rescueExpiredLeases } from "../shared/rescue.ts";
 import { settleJobs } from "../shared/settle.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
@@ -89,6 +90,27 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     const { rows } = await t.admin.query(`select status::text, last_error from "${t.schema}".jobs where id = $1`, [id]);
     expect(rows[0]!.status).toBe("dead");
     expect(log).toContain("job failed");
+  });
+
+  it("tells a handler its charged attempt and its run: the run is the attempt row's number, a run given back is not charged", async () => {
+    const seen: [number, number][] = [];
+    const numbered = defineJob({
+      name: "numbered", schema: z.object({}), queue: "numbered", leaseMs: 100, backoffMs: 0,
+      handler: (_, ctx) => {
+        seen.push([ctx.attempt, ctx.run]);
+        if (ctx.run === 2) throw new Error("fails its second run");
+      },
+    });
+    const { id } = await enqueue(t, numbered, {});
+    // A runner that dies before recording the start: the rescue gives the attempt back.
+    await claimJobs(t, { queue: "numbered", runnerId: "gone", limit: 1, maxLeaseMs: 60_000 });
+    await sleep(150);
+    expect(await rescueExpiredLeases(t)).toMatchObject({ refunded: 1 });
+    await runWorker({ store: t, registry: createRegistry([numbered]), queues: ["numbered"], runnerId: "w", slots: 1, idleMs: 300 });
+    // Run 2 is charged as attempt 1 (with the owed one: 2 charged after it), run 3 as attempt 3.
+    expect(seen).toEqual([[1, 2], [3, 3]]);
+    expect((await attemptsOf("numbered")).map((a) => [a.attempt, a.outcome])).toEqual([[1, "released"], [2, "failed"], [3, "succeeded"]]);
+    expect((await getJob(t, id))!.attemptHistory.map((a) => a.run)).toEqual([1, 2, 3]);
   });
 
   it("aborts a handler at its lease deadline and records timeout, never a late success", async () => {

@@ -1,4 +1,5 @@
 import { readyBanner, runDevStack } from "../../dev/run.ts";
+import { devOutput } from "../../dev/output.ts";
 import { option, type Command } from "../command.ts";
 import { expectPositionals } from "../args.ts";
 
@@ -17,8 +18,13 @@ is woken at start). While it runs, .dev-data/stack.json tells the CLI and
 linkedLeasehold() in your own server where its database, WebSocket relay
 and scheduler are: \`leasehold enqueue\` and \`retry\` wake it with nothing set.
 
+It prints what each handler writes (console.log, console.error, ...) behind
+its job, \`[<type> #<id> run <n>]\`, with the stack of an error it throws
+(source-mapped to the app's own files), and one line per job that ends dead,
+counting its runs.
+
 Options:
-  --verbose   print every line the functions log`,
+  --verbose   also print every line the functions themselves log`,
   options: { verbose: { type: "boolean" } },
   async run(ctx, positionals, values) {
     expectPositionals(positionals, []);
@@ -30,7 +36,7 @@ Options:
       databaseUrl: process.env.DATABASE_URL || undefined,
       port: process.env.PORT ? Number(process.env.PORT) : undefined,
       apiToken: process.env.LEASEHOLD_API_TOKEN || undefined,
-      onLog: values.verbose === true ? (fn, line) => console.log(`[${fn}] ${line}`) : undefined,
+      onLog: devOutput(values.verbose === true),
       onReady: (stack) => void console.log(readyBanner(stack)),
     });
     await new Promise(() => {}); // until Ctrl-C: runDevStack stops the stack and exits

@@ -1,4 +1,4 @@
-import { getJob, listJobs, type JobRecord } from "../../shared/admin.ts";
+import { getJob, listJobs, type AttemptRecord, type JobRecord } from "../../shared/admin.ts";
 import type { JobStatus } from "../../shared/job.ts";
 import { expectPositionals, parseInteger, parseJobId } from "../args.ts";
 import { option, type Command } from "../command.ts";
@@ -97,21 +97,28 @@ such job.`,
         ["runner", orDash(job.runnerId)],
         ["group", orDash(job.group)],
         ["dedupe key", orDash(job.dedupeKey)],
-        ["last error", orDash(job.lastError)],
+        ["last error", orDash(job.lastError?.split("\n")[0])],
         ["payload", JSON.stringify(job.payload)],
       ]);
       const attempts = job.attemptHistory.length
         ? table(job.attemptHistory, [
-            { header: "ATTEMPT", value: (a) => String(a.attempt), align: "right" },
+            { header: "RUN", value: (a) => String(a.run), align: "right" },
             { header: "GEN", value: (a) => String(a.generation), align: "right" },
             { header: "OUTCOME", value: (a) => a.outcome },
             { header: "RUNNER", value: (a) => orDash(a.runnerId), maxWidth: 40 },
             { header: "CLAIMED AT", value: (a) => when(a.claimedAt) },
             { header: "ENDED AT", value: (a) => when(a.endedAt) },
-            { header: "ERROR", value: (a) => a.error ?? "", maxWidth: 60 },
+            { header: "ERROR", value: (a) => (a.error ?? "").split("\n")[0]!, maxWidth: 60 },
           ])
         : "no attempts yet";
-      return `${details}\n\n${attempts}`;
+      return [details, attempts, ...wholeErrors(job.attemptHistory)].join("\n\n");
     });
   },
 };
+
+/** Every run's error in full (the table shows each one's first line, cut): its stack, its cause. */
+function wholeErrors(history: readonly AttemptRecord[]): string[] {
+  return history
+    .filter((a) => a.error)
+    .map((a) => `run ${a.run} ${a.outcome}:\n${a.error!.split("\n").map((line) => `  ${line}`).join("\n")}`);
+}

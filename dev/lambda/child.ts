@@ -124,6 +124,8 @@ function crash(thrown: unknown, errorType: string): void {
 }
 
 async function main(): Promise<void> {
+  // A bundle's source map (dev/functions.ts writes one) maps stacks to the app's own files, as --enable-source-maps does.
+  process.setSourceMapsEnabled(true);
   process.on("disconnect", () => process.exit());
   process.on("uncaughtException", (error) => crash(error, "Runtime.UncaughtException"));
   process.on("unhandledRejection", (reason) => crash(reason, "Runtime.UnhandledPromiseRejection"));

@@ -51,8 +51,10 @@ export type AppOptions = {
    * Unchecked, and nothing counted unserved, when absent.
    */
   serving?: ServingRules;
-  /** The deployment's recurring jobs (jobs/index.ts `recurring`), listed by `/v1/recurring`. */
+  /** The deployment's recurring jobs (its jobs module's `recurring`), listed by `/v1/recurring`. */
   recurring?: readonly RecurringJob[];
+  /** The app's jobs module as its config names it (`config.jobs`), for the dashboard to name. */
+  jobsModule?: string;
 } & ({ store: Store } | { openStore: () => OpenedStore });
 
 export function createApp(options: AppOptions) {
@@ -121,7 +123,10 @@ export function createApp(options: AppOptions) {
   app.openapi(recurringRoute, async (c) => {
     const listed = await listRecurring(c.var.store, options.recurring ?? []);
     const iso = (d: Date | null) => d?.toISOString() ?? null;
-    return c.json({ recurring: listed.map((r) => ({ ...r, lastTickAt: iso(r.lastTickAt), nextRunAt: iso(r.nextRunAt) })) }, 200);
+    return c.json({
+      recurring: listed.map((r) => ({ ...r, lastTickAt: iso(r.lastTickAt), nextRunAt: iso(r.nextRunAt) })),
+      jobsModule: options.jobsModule ?? null,
+    }, 200);
   });
   app.openapi(healthRoute, (c) => c.json({ ok: true as const }, 200));
 

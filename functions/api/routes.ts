@@ -99,6 +99,7 @@ const recurringSchema = z.object({
     name: z.string(), jobName: z.string(), cron: z.string(), timeZone: z.string(),
     missed: z.enum(["skip", "run"]), lastTickAt: z.string().nullable(), nextRunAt: z.string().nullable(),
   })),
+  jobsModule: z.string().nullable().openapi({ description: "The app's jobs module, as its config names it (`jobs`), where `recurring` is declared" }),
 });
 
 export const recurringRoute = createRoute({

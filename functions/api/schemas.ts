@@ -96,7 +96,7 @@ export type JobJson = z.output<typeof jobSchema>;
 
 export const attemptSchema = z
   .object({
-    attempt: z.number().int().openapi({ description: "Unique for the life of the job, across releases and retries." }),
+    run: z.number().int().openapi({ description: "The run this row records (a handler's ctx.run): 1 on the first, one more per claim, unique for the life of the job across releases and manual retries." }),
     generation: z.number().int(),
     runnerId: z.string().nullable(),
     claimedAt: isoDate,

@@ -34,6 +34,7 @@ export function createEdgeWorker(options: { registry: Registry }) {
         token,
         logger: edgeLog,
         serving: servingRules(config),
+        jobsModule: config.jobs,
         openStore: () => {
           const pool = openEdgePool(env, 1);
           return { store: { db: pool, schema: edgeSchema(env) }, close: () => pool.end() };

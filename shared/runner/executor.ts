@@ -64,7 +64,7 @@ export function executeJob({ job, type, deadline, clock, context }: ExecuteArgs)
   const abortReason = () => new Error(`lease of ${job.leaseMs}ms about to expire`);
   const ctx: JobContext = {
     runnerId: context.runnerId, enqueue: context.enqueue,
-    jobId: job.id, attempt: job.attempts, maxAttempts: job.maxAttempts, leaseToken: job.leaseToken,
+    jobId: job.id, attempt: job.attempts, run: job.run, maxAttempts: job.maxAttempts, leaseToken: job.leaseToken,
     get signal() {
       if (!controller) {
         controller = new AbortController();

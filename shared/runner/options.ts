@@ -76,7 +76,10 @@ export interface SettledEvent {
   jobId: string;
   queue: string;
   name: string;
+  /** The attempt it was charged as (a handler's `ctx.attempt`). */
   attempt: number;
+  /** Its attempt row's number (a handler's `ctx.run`). */
+  run: number;
   outcome: SettleOutcome;
   /** False when fencing refused it (the lease had been lost) or it was abandoned. */
   accepted: boolean;

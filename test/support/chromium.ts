@@ -10,7 +10,9 @@ export const CHROMIUM_CANDIDATES = [
   "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
 ];
 
-const HOW = "install it (Debian or Ubuntu: apt-get install chromium) or set LEASEHOLD_CHROMIUM to a Chromium or Chrome executable";
+const HOW =
+  "install it (Debian or Ubuntu: apt-get install chromium), set LEASEHOLD_CHROMIUM to a Chromium or Chrome executable, " +
+  "or run npm ci (the @sparticuz/chromium dev dependency, Linux x64 and arm64)";
 
 const executable = (path: string) => {
   try {
@@ -21,20 +23,43 @@ const executable = (path: string) => {
   }
 };
 
+export type Found = { path: string; from: "LEASEHOLD_CHROMIUM" | "system" | "npm" } | { error: string };
+
+/** The Chromium that ships inside the `@sparticuz/chromium` npm package, unpacked (once) into the temp folder; or why not. */
+export type NpmChromium = () => Promise<{ path: string } | { error: string }>;
+
+/** `@sparticuz/chromium` (a dev dependency): its browser is in the package, brotli-packed; nothing is downloaded. */
+export const npmChromium: NpmChromium = async () => {
+  try {
+    const { default: chromium } = await import("@sparticuz/chromium");
+    return { path: await chromium.executablePath() };
+  } catch (err) {
+    return { error: `@sparticuz/chromium gave none (${(err as Error).message})` };
+  }
+};
+
 /**
  * The browser for the dashboard's browser test: `LEASEHOLD_CHROMIUM` when
- * set (and then only that), else the first of the usual places. When there is
- * none, `error` says so and how to get one.
+ * set (and then only that), else the first of the usual places (a system
+ * Chromium), else the one in the `@sparticuz/chromium` dev dependency, so that
+ * `npm ci` then `npm test` need nothing else. When there is none, `error`
+ * says so and how to get one.
  */
-export function findChromium(env: NodeJS.ProcessEnv = process.env, candidates = CHROMIUM_CANDIDATES): { path: string } | { error: string } {
+export async function findChromium(
+  env: NodeJS.ProcessEnv = process.env,
+  candidates = CHROMIUM_CANDIDATES,
+  fromNpm: NpmChromium = npmChromium,
+): Promise<Found> {
   const chosen = env.LEASEHOLD_CHROMIUM;
   if (chosen) {
     return executable(chosen)
-      ? { path: chosen }
+      ? { path: chosen, from: "LEASEHOLD_CHROMIUM" }
       : { error: `The dashboard's browser test needs Chromium: LEASEHOLD_CHROMIUM=${chosen} is not an executable file; ${HOW}.` };
   }
   const found = candidates.find(executable);
-  return found
-    ? { path: found }
-    : { error: `The dashboard's browser test needs Chromium, and none was found (looked in ${candidates.join(", ")}): ${HOW}.` };
+  if (found) return { path: found, from: "system" };
+  const packaged = await fromNpm();
+  return "path" in packaged
+    ? { path: packaged.path, from: "npm" }
+    : { error: `The dashboard's browser test needs Chromium, and none was found (looked in ${candidates.join(", ")}; ${packaged.error}): ${HOW}.` };
 }

@@ -28,16 +28,26 @@ function newestSource(): number {
       else newest = Math.max(newest, statSync(path).mtimeMs);
     }
   };
-  for (const dir of ["shared", "functions", "cli", "dev", "infra", "migrations"]) walk(join(ROOT, dir));
+  for (const dir of ["shared", "functions", "cli", "dev", "infra", "migrations", "scripts"]) walk(join(ROOT, dir));
   return Math.max(newest, statSync(join(ROOT, "package.json")).mtimeMs);
 }
 
-/** Builds dist/ if stale (as `npm run build`, prepack, does), packs it into `dir`; returns the tarball's path. */
-export async function packLeasehold(dir: string): Promise<string> {
+/** What `npm pack --json` says of the tarball, and where it is. */
+export interface Packed {
+  tarball: string;
+  filename: string;
+  size: number;
+  unpackedSize: number;
+  files: { path: string; size: number }[];
+}
+
+/** Builds dist/ if stale (as `npm run build`, prepack, does), packs it into `dir`. */
+export async function packLeasehold(dir: string): Promise<Packed> {
   if (!existsSync(join(PLATFORM, "config.d.ts"))) await run("bash", ["scripts/check-infra.sh", "--platform-only"], { cwd: ROOT });
   if (builtAt() < newestSource()) await run("npm", ["run", "build"], { cwd: ROOT, maxBuffer: 64 << 20 });
   const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", dir, "--json"], { cwd: ROOT, maxBuffer: 64 << 20 });
-  return join(dir, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
+  const packed = (JSON.parse(stdout) as Omit<Packed, "tarball">[])[0]!;
+  return { ...packed, tarball: join(dir, packed.filename) };
 }
 
 /** `npm install` in the app folder, from the npm cache the project's own install filled (the registry only for what is missing). */

@@ -185,7 +185,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
     render("queues", queues.queues, queueTable);
     render("groups", groups.groups, groupTable);
     render("chart", throughput.buckets, chart);
-    render("recurring", recurring.recurring, recurringTable);
+    render("recurring", recurring.recurring, (jobs) => recurringTable(jobs, recurring.jobsModule));
     const retried = ids.map((id) => retriedJobs.get(id)).filter(Boolean)
       .map((j) => ({ id: j.id, name: j.name, queue: j.queue, status: j.status, attempts: j.attempts, finishedAt: j.finishedAt }));
     $("retried-section").hidden = retried.length === 0;
@@ -223,8 +223,10 @@ export const DASHBOARD_JS = String.raw`"use strict";
 
   // A time as a <time> element (the instant in its datetime attribute), shown in this browser zone.
   const when = (iso) => (iso ? h("time", { datetime: iso }, time(iso)) : h("span", { class: "muted" }, "—"));
-  function recurringTable(jobs) {
-    if (jobs.length === 0) return h("p", { class: "empty" }, "No recurring jobs are declared (jobs/index.ts exports none).");
+  function recurringTable(jobs, jobsModule) {
+    if (jobs.length === 0) {
+      return h("p", { class: "empty" }, "No recurring jobs are declared (", jobsModule ? h("code", {}, jobsModule) : "the app's jobs module", " exports no ", h("code", {}, "recurring"), ").");
+    }
     return h("table", { class: "recurring" },
       h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Job"), h("th", {}, "Cron"), h("th", {}, "Time zone"),
         h("th", { title: "a tick delivered late: skip it, or run it late" }, "Missed ticks"), h("th", {}, "Last tick"), h("th", {}, "Next run"))),
@@ -304,7 +306,7 @@ export const DASHBOARD_JS = String.raw`"use strict";
   function attemptList(attempts) {
     if (attempts.length === 0) return h("span", { class: "muted" }, "…");
     return h("ol", { class: "attempts" }, attempts.map((a) => h("li", {},
-      h("span", { class: "attempt-no" }, "#" + a.attempt), " ",
+      h("span", { class: "attempt-no", title: "run: one more per claim (a handler's ctx.run)" }, "run " + a.run), " ",
       h("code", { class: "runner" }, a.runnerId || "no runner"), " ", badge(a.outcome), " ", errorText(a.error))));
   }
 
@@ -370,10 +372,10 @@ export const DASHBOARD_JS = String.raw`"use strict";
       h("h3", {}, "History"),
       job.attemptHistory.length === 0 ? h("p", { class: "empty" }, "No attempt has ended yet.") :
         h("table", { class: "history" },
-          h("thead", {}, h("tr", {}, h("th", { class: "num" }, "#"), h("th", { class: "num", title: "generation: 1, plus one per manual retry" }, "Gen"), h("th", {}, "Runner"), h("th", {}, "Claimed"),
+          h("thead", {}, h("tr", {}, h("th", { class: "num", title: "run: one more per claim (a handler's ctx.run)" }, "Run"), h("th", { class: "num", title: "generation: 1, plus one per manual retry" }, "Gen"), h("th", {}, "Runner"), h("th", {}, "Claimed"),
             h("th", { class: "num" }, "Took"), h("th", {}, "Outcome"), h("th", {}, "Error"))),
           h("tbody", {}, job.attemptHistory.map((a) => h("tr", {},
-            h("td", { class: "num" }, a.attempt), h("td", { class: "num" }, a.generation), h("td", {}, h("code", {}, a.runnerId || "—")), h("td", { class: "when" }, time(a.claimedAt)),
+            h("td", { class: "num" }, a.run), h("td", { class: "num" }, a.generation), h("td", {}, h("code", {}, a.runnerId || "—")), h("td", { class: "when" }, time(a.claimedAt)),
             h("td", { class: "num" }, ((new Date(a.endedAt) - new Date(a.claimedAt)) / 1000).toFixed(2) + "s"),
             h("td", {}, badge(a.outcome)), h("td", {}, errorText(a.error)))))));
   }
