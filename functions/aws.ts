@@ -12,8 +12,9 @@ export const AWS_CALL_TIMEOUT_MS = 2_000;
 // throwOnRequestTimeout: without it, this SDK only warns when a request exceeds requestTimeout.
 const requestHandler = { connectionTimeout: 500, requestTimeout: 900, throwOnRequestTimeout: true };
 
-export function lambdaClient(): LambdaClient {
-  return new LambdaClient({ requestHandler, maxAttempts: 2 });
+/** `maxAttempts: 1` for a caller that decides its own retries (the scheduler: shared/invoke-backoff.ts). */
+export function lambdaClient(options: { maxAttempts?: number } = {}): LambdaClient {
+  return new LambdaClient({ requestHandler, maxAttempts: options.maxAttempts ?? 2 });
 }
 
 /**
