@@ -76,3 +76,13 @@ export async function armWake(client: SchedulerClient, target: ArmTarget, atMs: 
   }
   return name;
 }
+
+/** Deletes a schedule `armWake` armed (by its name), bounded; one already gone (fired) is no error. */
+export async function disarmWake(client: SchedulerClient, name: string, groupName?: string): Promise<void> {
+  const { DeleteScheduleCommand, ResourceNotFoundException } = await import("@aws-sdk/client-scheduler");
+  try {
+    await client.send(new DeleteScheduleCommand({ Name: name, GroupName: groupName }), { abortSignal: AbortSignal.timeout(AWS_CALL_TIMEOUT_MS) });
+  } catch (err) {
+    if (!(err instanceof ResourceNotFoundException)) throw err;
+  }
+}

@@ -13,7 +13,7 @@ import { InvokeBackoff } from "../shared/invoke-backoff.ts";
 import { rescueExpiredLeases } from "../shared/rescue.ts";
 import { claimable } from "../shared/serving.ts";
 import { planWake, SCHEDULER_MARGIN_MS } from "../shared/wake-plan.ts";
-import { armWake, AWS_CALL_TIMEOUT_MS, lambdaClient, schedulerClient } from "./aws.ts";
+import { armWake, AWS_CALL_TIMEOUT_MS, disarmWake, lambdaClient, schedulerClient } from "./aws.ts";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { closePool, openPool } from "./env.ts";
 import { logger, reportDeaths } from "./observability.ts";
@@ -159,11 +159,12 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
     let invoked = 0;
     let ahead: { horizonMs: number; waitUntil: number } | undefined;
     let leaseArmedMs: number | null = null;
-    /** Arms a one-time schedule that starts a scheduler at `atMs` (up to its precision late); false when it could not. */
-    const arm = async (atMs: number, dueMs: number): Promise<boolean> => {
+    /** Arms a one-time schedule that starts a scheduler at `atMs` (up to its precision late); its name, or null when it could not. */
+    const arm = async (atMs: number, dueMs: number): Promise<string | null> => {
       const fields = { at: new Date(atMs).toISOString(), due: new Date(dueMs).toISOString() };
+      let name: string;
       try {
-        await armWake(await (eventBridge ??= schedulerClient()), {
+        name = await armWake(await (eventBridge ??= schedulerClient()), {
           prefix: functionName("LEASEHOLD_WAKE_PREFIX", "leasehold-wake"),
           functionArn: context.invokedFunctionArn.split(":").slice(0, 7).join(":"),
           roleArn: functionName("LEASEHOLD_WAKE_ROLE_ARN", "arn:aws:iam::123456789012:role/leasehold-wake"),
@@ -171,23 +172,37 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
         }, atMs, { ...WAKE_EVENT, armedFor: new Date(dueMs).toISOString() });
       } catch (err) {
         logger.error("wake arm failed", { ...fields, error: String(err) });
-        return false;
+        return null;
       }
       logger.info("wake armed", fields);
-      return true;
+      return name;
     };
-    let retryArmedMs: number | null = null;
+    let retryArmed: { atMs: number; name: string } | null = null;
     /**
      * An at() schedule for the next attempt at what this invocation could
-     * not do now, no sooner than `atMs`: it starts a scheduler even if this
-     * one is gone by then. One still to fire at or before it is enough.
+     * not do now, no sooner than `atMs` and not before this invocation's time
+     * is up (until then it tries again itself; a scheduler started earlier
+     * would only find it watching): if it dies or runs out of time, the
+     * schedule starts another. One still to fire at or before it is enough.
      */
     const armRetry = async (atMs: number): Promise<boolean> => {
-      const at = Math.ceil(Math.max(atMs, Date.now() + 1_000) / 1000) * 1000;
-      if (retryArmedMs !== null && retryArmedMs > Date.now() && retryArmedMs <= at) return true;
-      if (!(await arm(at, at))) return false;
-      retryArmedMs = at;
+      const endMs = Date.now() + Math.max(1_000, context.getRemainingTimeInMillis());
+      const at = Math.ceil(Math.max(atMs, endMs) / 1000) * 1000;
+      if (retryArmed !== null && retryArmed.atMs > Date.now() && retryArmed.atMs <= at) return true;
+      const name = await arm(at, at);
+      if (name === null) return false;
+      retryArmed = { atMs: at, name };
       return true;
+    };
+    /**
+     * Leaving the queue watched otherwise (nothing due, a successor, a
+     * schedule for the due time, a live watcher), the retry schedule would
+     * only start a second scheduler beside that watch: deleted.
+     */
+    const disarmRetry = async () => {
+      if (retryArmed === null || retryArmed.atMs <= Date.now()) return;
+      await disarmWake(await (eventBridge ??= schedulerClient()), retryArmed.name, process.env.LEASEHOLD_WAKE_GROUP || undefined)
+        .catch((err: unknown) => logger.warn("wake disarm failed", { at: new Date(retryArmed!.atMs).toISOString(), error: String(err) }));
     };
     /** Out of time with work due and no successor yet: hand over, else an at() schedule, else say so. */
     const handOver = async (dueMs: number) => {
@@ -196,6 +211,7 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
     };
     let lastDueMs: number | null = null;
     let outOfTime = false;
+    let armedDue = false;
     let plan = "idle";
     try {
       if (tick) await enqueueRecurringTick(store(), recurring, tick.name, new Date(tick.scheduledTime));
@@ -230,7 +246,7 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
         // each would bill the scheduler for every running job's lease.
         if (due.leaseExpiresAt) {
           const leaseMs = Math.ceil(local(due.leaseExpiresAt) / 1000) * 1000;
-          if ((leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs) && (await arm(leaseMs, leaseMs))) {
+          if ((leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs) && (await arm(leaseMs, leaseMs)) !== null) {
             leaseArmedMs = leaseMs;
           }
         }
@@ -259,7 +275,10 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
         }
         if (next.kind === "idle") break;
         // An at() that could not be armed: this invocation stays, and hands over at its end.
-        if (next.kind === "arm" && (await arm(next.atMs, dueMs!))) break;
+        if (next.kind === "arm" && (await arm(next.atMs, dueMs!)) !== null) {
+          armedDue = true;
+          break;
+        }
         if (next.kind === "relay" && !relayed) {
           // The successor starts while this one still watches, and takes over.
           // Refused: an at() schedule for the due time, and the hand-over is tried again next pass.
@@ -285,6 +304,7 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
         if (dueMs! > Date.now()) ahead = { horizonMs: config.wake.startLeadMs, waitUntil: dueMs! };
       }
       if (outOfTime && lastDueMs !== null && !relayed) await handOver(lastDueMs);
+      if (relayed || armedDue || plan === "idle" || plan === "watched") await disarmRetry();
       // A relayed watch is the successor's to take; any other is let go.
       if (plan !== "watched" && !relayed) await releaseWatch(store(), owner);
     } finally {
