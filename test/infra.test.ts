@@ -361,6 +361,9 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
       ]));
       expect(fn(name).args.environment.LEASEHOLD_WAKE_ROLE_ARN).toBe("arn:role-WakeRole");
     }
+    // The scheduler deletes a retry schedule it no longer needs; the API arms only.
+    expect(fn("Scheduler").args.permissions).toEqual(expect.arrayContaining([{ actions: ["scheduler:DeleteSchedule"], resources: ["*"] }]));
+    expect(fn("Api").args.permissions).not.toEqual(expect.arrayContaining([{ actions: ["scheduler:DeleteSchedule"], resources: ["*"] }]));
     const args: { name?: string } = {};
     fn("Scheduler").args.transform.function(args, {});
     expect(fn("Runner").args.environment.LEASEHOLD_SCHEDULER_FUNCTION).toBe(args.name);

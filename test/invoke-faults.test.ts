@@ -6,8 +6,10 @@
  * Scheduler is reached directly and works, as does the test's own client.
  * No cron runs: only what the scheduler itself leaves behind can start the
  * jobs once Invoke recovers. Time is scaled as in wake.test.ts: schedules
- * fire up to 2 s late (AWS: 60 s), the Invoke backoff tops out at 4 s
- * (default 60 s), the scheduler's timeout is 10 s (default 90 s).
+ * fire up to 4 s late (AWS: 60 s), the Invoke backoff tops out at 4 s
+ * (default 60 s, also within the precision), the scheduler's timeout is
+ * 12 s (default 90 s), so each scheduler ends by handing over to a successor
+ * through the failing Invoke.
  */
 import { InvokeCommand } from "@aws-sdk/client-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,9 +21,10 @@ import { startInvokeFaults, type InvokeFault, type InvokeFaults } from "./suppor
 import { emfDocs, logLines, startStack, until, type Stack } from "./support/stack.ts";
 
 const WAKE = JSON.stringify({ source: "leasehold.wake" });
-const TIMEOUT_MS = 10_000;
+const TIMEOUT_MS = 12_000;
 const BACKOFF_MAX_MS = 4_000;
-const PRECISION_MS = 2_000;
+// Wider than the longest backoff and the slack: a retry due after this invocation is handed over, never armed.
+const PRECISION_MS = 4_000;
 /** How long each fault lasts: the first scheduler and those its at() schedules start. */
 const FAULT_MS = 15_000;
 const MODES: [InvokeFault, string][] = [
@@ -108,7 +111,11 @@ describe("the scheduler under failing Invokes, run for real in the local Lambda 
       .map((l) => l.requestId)).size;
     console.log(`${mode}: first scheduler returned after ${tookMs} ms; ${schedulers} schedulers ran in the ${FAULT_MS / 1000} s fault; ` +
       `failed runner Invokes/s: ${early.toFixed(2)} in the first 3 s, ${late.toFixed(2)} after (${runnerFailures.length} in all; asked every pass, 5/s)`);
-    expect(schedulers).toBeGreaterThan(1);
+    // Still watched at the end of the fault: by a scheduler an at() schedule started, or by one still to fire.
+    const stillArmed = s.runtime.schedules.list().some((d) => d.ScheduleExpression.startsWith("at("));
+    expect(schedulers > 1 || stillArmed).toBe(true);
+    // Each scheduler ended by handing over: refused, it fell back to its at() schedule (an account-wide throttle holds the hand-over back).
+    if (mode !== "throttle") expect(lines("invoke failed").filter((l) => l.function === "scheduler" && ms(l) >= t0).length).toBeGreaterThan(0);
     // A missing function is asked once per backoff cap from the first failure (0.25/s here); the others back off from 1 s.
     if (mode === "notFound") expect(late).toBeLessThanOrEqual((1.25 * 1000) / BACKOFF_MAX_MS);
     else expect(late).toBeLessThan(early);
@@ -148,9 +155,11 @@ describe("the scheduler under failing Invokes, run for real in the local Lambda 
     const states = alarmStates(spec, docs);
     console.log(`InvokeFailures-runner per minute: ${states.map((p) => `${p.value} ${p.state}`).join(", ")}`);
     expect(states.some((p) => p.state === "ALARM")).toBe(true);
-    // What was published after the last recovery: accepted Invokes, no failure.
-    const quiet = docs.filter((d) => d._aws.Timestamp > recovered.at(-1)!.atMs + 1_000);
-    expect(quiet.length).toBeGreaterThan(0);
+    // What was published once Invoke worked again (after the last failure): accepted Invokes only.
+    const lastFailureMs = Math.max(...lines("invoke failed").map(ms));
+    expect(lastFailureMs).toBeGreaterThan(recovered.at(-1)!.atMs - FAULT_MS);
+    const quiet = docs.filter((d) => d._aws.Timestamp > lastFailureMs);
+    expect(quiet.reduce((n, d) => n + (d.InvokesAccepted as number), 0)).toBeGreaterThan(0);
     expect(alarmStates(spec, quiet).every((p) => p.state === "OK")).toBe(true);
   });
 
