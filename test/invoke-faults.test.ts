@@ -170,3 +170,38 @@ describe("the scheduler under failing Invokes, run for real in the local Lambda 
     expect(s.logs.filter((l) => l.fn === "scheduler" && l.line.startsWith("ERROR Invoke Error"))).toEqual([]);
   });
 });
+
+describe("the scheduler when neither Invoke nor EventBridge Scheduler answers", () => {
+  let s: Stack;
+  let faults: InvokeFaults;
+  beforeAll(async () => {
+    faults = await startInvokeFaults();
+    // A port nothing listens on, for CreateSchedule.
+    const closed = await startInvokeFaults();
+    await closed.set("refuse");
+    s = await startStack({
+      runners: { runner: { queues: ["default"], slots: 10, memoryMb: 256, timeoutSeconds: 20, maxLeaseMs: 5_000, idleMs: 300, maxConcurrency: 2 } },
+      scheduler: { pollMs: 200, timeoutSeconds: TIMEOUT_MS / 1000, invokeBackoffMaxMs: BACKOFF_MAX_MS },
+      wake: { precisionMs: PRECISION_MS, startLeadMs: 500, armSlackMs: 1_000 },
+    }, { runtime: { env: { AWS_ENDPOINT_URL_LAMBDA: faults.url, AWS_ENDPOINT_URL_SCHEDULER: closed.url, POWERTOOLS_LOG_LEVEL: "INFO" } } });
+    faults.target = s.runtime.url;
+    await faults.set("throttle");
+  });
+  afterAll(async () => {
+    await s?.close();
+    await faults?.close();
+  });
+
+  it("returns normally, lets its watch go, and says the queue is unwatched in WatchLost, the metric its alarm watches", async () => {
+    await enqueueJobs(s.t, [job(quick, { n: 1 })]);
+    const out = await s.lambda.send(new InvokeCommand({ FunctionName: "scheduler", Payload: WAKE }));
+    expect(out.FunctionError, new TextDecoder().decode(out.Payload)).toBeUndefined();
+    expect((await s.t.admin.query(`select 1 from "${s.t.schema}".wake_watch where owner = $1`, [out.$metadata.requestId])).rowCount).toBe(0);
+    expect(logLines(s, "wake arm failed").length).toBeGreaterThan(0);
+    expect(logLines(s, "queue left unwatched: no successor and no at() schedule")).toHaveLength(1);
+    const spec = alarmSpecs(s.config).find((a) => a.name === "WatchLost")!;
+    const docs = emfDocs(s, "WatchLost", "scheduler") as unknown as EmfDoc[];
+    expect(docs.map((d) => d.WatchLost)).toEqual([1]);
+    expect(alarmStates(spec, docs).map((p) => p.state)).toEqual(["ALARM"]);
+  }, 30_000);
+});
