@@ -178,6 +178,8 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
       return name;
     };
     let retryArmed: { atMs: number; name: string } | null = null;
+    /** Schedules armed for a lease or a due time: never deleted (one may share its second, so its name, with the retry's). */
+    const kept = new Set<string>();
     /**
      * An at() schedule for the next attempt at what this invocation could
      * not do now, no sooner than `atMs` and not before this invocation's time
@@ -200,7 +202,7 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
      * only start a second scheduler beside that watch: deleted.
      */
     const disarmRetry = async () => {
-      if (retryArmed === null || retryArmed.atMs <= Date.now()) return;
+      if (retryArmed === null || retryArmed.atMs <= Date.now() || kept.has(retryArmed.name)) return;
       await disarmWake(await (eventBridge ??= schedulerClient()), retryArmed.name, process.env.LEASEHOLD_WAKE_GROUP || undefined)
         .catch((err: unknown) => logger.warn("wake disarm failed", { at: new Date(retryArmed!.atMs).toISOString(), error: String(err) }));
     };
@@ -246,7 +248,9 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
         // each would bill the scheduler for every running job's lease.
         if (due.leaseExpiresAt) {
           const leaseMs = Math.ceil(local(due.leaseExpiresAt) / 1000) * 1000;
-          if ((leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs) && (await arm(leaseMs, leaseMs)) !== null) {
+          const name = leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs ? await arm(leaseMs, leaseMs) : null;
+          if (name !== null) {
+            kept.add(name);
             leaseArmedMs = leaseMs;
           }
         }
@@ -275,7 +279,9 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
         }
         if (next.kind === "idle") break;
         // An at() that could not be armed: this invocation stays, and hands over at its end.
-        if (next.kind === "arm" && (await arm(next.atMs, dueMs!)) !== null) {
+        const dueName = next.kind === "arm" ? await arm(next.atMs, dueMs!) : null;
+        if (dueName !== null) {
+          kept.add(dueName);
           armedDue = true;
           break;
         }

@@ -67,6 +67,8 @@ describe("the scheduler under failing Invokes, run for real in the local Lambda 
     await s.runtime.idle();
     await faults.set(mode, { retryAfterSeconds: 2 });
     const ids = (await enqueueJobs(s.t, Array.from({ length: 3 }, (_, n) => job(quick, { n })))).map((j) => j.id);
+    const firedSoFar = () => Object.values(s.runtime.schedules.fired()).reduce((a, b) => a + b, 0);
+    const firedBefore = firedSoFar();
     const t0 = Date.now();
     // As an enqueue wakes it, but waited for, to see how it ends.
     const out = await s.lambda.send(new InvokeCommand({ FunctionName: "scheduler", Payload: WAKE }));
@@ -111,9 +113,9 @@ describe("the scheduler under failing Invokes, run for real in the local Lambda 
       .map((l) => l.requestId)).size;
     console.log(`${mode}: first scheduler returned after ${tookMs} ms; ${schedulers} schedulers ran in the ${FAULT_MS / 1000} s fault; ` +
       `failed runner Invokes/s: ${early.toFixed(2)} in the first 3 s, ${late.toFixed(2)} after (${runnerFailures.length} in all; asked every pass, 5/s)`);
-    // Still watched at the end of the fault: by a scheduler an at() schedule started, or by one still to fire.
+    // Still watched at the end of the fault: by a scheduler an at() schedule started (or is starting), or by one still to fire.
     const stillArmed = s.runtime.schedules.list().some((d) => d.ScheduleExpression.startsWith("at("));
-    expect(schedulers > 1 || stillArmed).toBe(true);
+    expect(firedSoFar() > firedBefore || stillArmed).toBe(true);
     // Each scheduler ended by handing over: refused, it fell back to its at() schedule (an account-wide throttle holds the hand-over back).
     if (mode !== "throttle") expect(lines("invoke failed").filter((l) => l.function === "scheduler" && ms(l) >= t0).length).toBeGreaterThan(0);
     // A missing function is asked once per backoff cap from the first failure (0.25/s here); the others back off from 1 s.
