@@ -12,7 +12,11 @@ export const AWS_CALL_TIMEOUT_MS = 2_000;
 // throwOnRequestTimeout: without it, this SDK only warns when a request exceeds requestTimeout.
 const requestHandler = { connectionTimeout: 500, requestTimeout: 900, throwOnRequestTimeout: true };
 
-/** `config`: an endpoint, region or credentials other than the SDK's defaults (the dev stack's local runtime). */
+/**
+ * `config`: an endpoint, region or credentials other than the SDK's defaults
+ * (the dev stack's local runtime); `maxAttempts: 1` for a caller that decides
+ * its own retries (the scheduler: shared/invoke-backoff.ts).
+ */
 export function lambdaClient(config: LambdaClientConfig = {}): LambdaClient {
   return new LambdaClient({ requestHandler, maxAttempts: 2, ...config });
 }
@@ -75,4 +79,14 @@ export async function armWake(client: SchedulerClient, target: ArmTarget, atMs: 
     if (!(err instanceof ConflictException)) throw err;
   }
   return name;
+}
+
+/** Deletes a schedule `armWake` armed (by its name), bounded; one already gone (fired) is no error. */
+export async function disarmWake(client: SchedulerClient, name: string, groupName?: string): Promise<void> {
+  const { DeleteScheduleCommand, ResourceNotFoundException } = await import("@aws-sdk/client-scheduler");
+  try {
+    await client.send(new DeleteScheduleCommand({ Name: name, GroupName: groupName }), { abortSignal: AbortSignal.timeout(AWS_CALL_TIMEOUT_MS) });
+  } catch (err) {
+    if (!(err instanceof ResourceNotFoundException)) throw err;
+  }
 }

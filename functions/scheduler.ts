@@ -9,13 +9,15 @@ import { describeDeaths } from "../shared/deaths.ts";
 import { nextDue, releaseWatch, watchDue } from "../shared/due.ts";
 import { dropFailedRunner } from "../shared/fleet.ts";
 import { schedulePass as sharedPass } from "../shared/fanout.ts";
+import { InvokeBackoff } from "../shared/invoke-backoff.ts";
 import { rescueExpiredLeases } from "../shared/rescue.ts";
 import { claimable } from "../shared/serving.ts";
 import { planWake, SCHEDULER_MARGIN_MS } from "../shared/wake-plan.ts";
-import { armWake, invokeAsync, lambdaClient, schedulerClient } from "./aws.ts";
+import { armWake, AWS_CALL_TIMEOUT_MS, disarmWake, lambdaClient, schedulerClient } from "./aws.ts";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { closePool, openPool } from "./env.ts";
 import { logger, reportDeaths } from "./observability.ts";
+import { reportWatchLost, schedulerInvokes } from "./scheduler-invokes.ts";
 import { WAKE_EVENT } from "./waker.ts";
 import { enqueueRecurringTick, enqueueTicksSince, nextRecurringTickMs } from "./recurring-tick.ts";
 
@@ -33,12 +35,22 @@ import { enqueueRecurringTick, enqueueTicksSince, nextRecurringTickMs } from "./
  * `startLeadMs` early, told to wait for it), arm an EventBridge `at()`
  * schedule ahead of it by its 60 s precision, or hand over to a fresh
  * invocation. One invocation watches at a time (`watchDue`).
+ *
+ * No Invoke failure ends it in an error: a function Lambda refuses (throttled,
+ * missing, a reset, no answer) is asked again after a backoff
+ * (shared/invoke-backoff.ts), an `at()` schedule is armed for that retry, and
+ * a hand-over that fails falls back to an `at()` schedule; if that fails too,
+ * WatchLost says so.
  */
 
 /** While a scheduler stays for queued or running work, it invokes the rescuer (metrics, pruning) this often. */
 const RESCUER_EVERY_MS = 60_000;
 /** Sleeps longer than this close the pool, so the database sees no connection. */
 const CLOSE_POOL_AFTER_MS = 2_000;
+/** First wait before asking again for an Invoke that failed (doubling, jittered, to `scheduler.invokeBackoffMaxMs`). */
+const INVOKE_RETRY_BASE_MS = 1_000;
+/** An AWS call ends at least this long before the invocation's timeout (a hung one included). */
+const CALL_RESERVE_MS = 3_000;
 
 export { WAKE_EVENT } from "./waker.ts";
 
@@ -77,9 +89,10 @@ export type InvokeRunner = (runner: string, invocationId: string, waitUntil?: nu
  */
 export async function schedulePass(
   app: { config: Config; registry: Registry }, pool: Pool, schemaName: string, invoke: InvokeRunner,
-  options: { horizonMs?: number; waitUntil?: number } = {},
+  options: { horizonMs?: number; waitUntil?: number; canStart?: (runnerFunction: string) => boolean } = {},
 ): Promise<{ ready: number; invoked: number; covered: boolean }> {
   const { config, registry } = app;
+  const failed = new Map<string, number>();
   const result = await sharedPass({
     pool,
     schema: schemaName,
@@ -87,27 +100,33 @@ export async function schedulePass(
     names: registry.keys(),
     maxRunners: Math.floor(config.connectionBudget / config.connectionsPerRunner),
     horizonMs: options.horizonMs,
+    canStart: options.canStart,
     newId: randomUUID,
     invoke: async (name, id) => {
       await invoke(name, id, options.waitUntil);
     },
-    onInvokeError: (name, err) => logger.error("runner invoke failed", { runner: name, error: String(err) }),
+    onInvokeError: (name) => void failed.set(name, (failed.get(name) ?? 0) + 1),
   });
-  if (result.reserved > 0) {
-    logger.info("runners invoked", { ready: Object.fromEntries(result.ready), invoked: Object.fromEntries(result.invoked) });
-  }
-  return { ready: result.total, invoked: [...result.invoked.values()].reduce((a, b) => a + b, 0), covered: result.covered };
+  const invoked = [...result.invoked.values()].reduce((a, b) => a + b, 0);
+  const fields = () => ({ ready: Object.fromEntries(result.ready), invoked: Object.fromEntries(result.invoked), failed: Object.fromEntries(failed) });
+  if (invoked > 0) logger.info("runners invoked", fields());
+  if (failed.size > 0) logger.warn("runner invokes failed", fields());
+  return { ready: result.total, invoked, covered: result.covered };
 }
 
-type SchedulerSummary = { passes: number; invoked: number; plan: string };
+type SchedulerSummary = { passes: number; invoked: number; invokeFailures: number; plan: string };
 
 /** The scheduler's Lambda handler, for the app's job types, recurring jobs and config. */
 export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, context: Context) => Promise<SchedulerSummary> {
   const { registry, recurring, config, settings } = resolveApp(app);
-  const lambda = lambdaClient();
+  // One attempt per call: the backoff decides when to ask again.
+  const lambda = lambdaClient({ maxAttempts: 1 });
+  // Kept across the invocations of a warm environment: it remembers a throttle.
+  const backoff = new InvokeBackoff({
+    baseMs: INVOKE_RETRY_BASE_MS, maxMs: config.scheduler.invokeBackoffMaxMs, now: Date.now, random: Math.random,
+  });
   let eventBridge: Promise<SchedulerClient> | undefined;
   let lastRescuerAt = Number.NEGATIVE_INFINITY;
-  const invokeRunner: InvokeRunner = (name, id, waitUntil) => invokeAsync(lambda, runnerFunction(name), { invocationId: id, waitUntil });
   const schema = () => settings.schema;
   return async (event, context) => {
     logger.addContext(context);
@@ -123,22 +142,78 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
     const { pollMs } = config.scheduler;
     const owner = context.awsRequestId;
     const leftMs = () => context.getRemainingTimeInMillis() - SCHEDULER_MARGIN_MS;
+    const callMs = () => Math.max(100, Math.min(AWS_CALL_TIMEOUT_MS, context.getRemainingTimeInMillis() - CALL_RESERVE_MS));
+    const invokes = schedulerInvokes(lambda, backoff);
+    /** Runner functions with demand this pass could not start: backing off, or refused now. */
+    let short = new Set<string>();
+    const invokeRunner: InvokeRunner = (name, id, waitUntil) =>
+      invokes.invoke(name, runnerFunction(name), { invocationId: id, waitUntil }, callMs()).catch((err: unknown) => {
+        short.add(name);
+        throw err;
+      });
+    const canStart = (fn: string) => invokes.may(fn) || (short.add(fn), false);
+    const invokeSuccessor = () => invokes.tryInvoke("scheduler", context.functionName, { ...WAKE_EVENT, relayFrom: owner }, callMs());
     let pool: Pool | null = null;
     const store = () => ({ db: (pool ??= openPool(settings, 2)), schema: schema() });
     let passes = 0;
     let invoked = 0;
     let ahead: { horizonMs: number; waitUntil: number } | undefined;
     let leaseArmedMs: number | null = null;
-    /** Arms a one-time schedule that starts a scheduler at `atMs` (up to its precision late). */
-    const arm = async (atMs: number, dueMs: number) => {
-      await armWake(await (eventBridge ??= schedulerClient()), {
-        prefix: functionName("LEASEHOLD_WAKE_PREFIX", "leasehold-wake"),
-        functionArn: context.invokedFunctionArn.split(":").slice(0, 7).join(":"),
-        roleArn: functionName("LEASEHOLD_WAKE_ROLE_ARN", "arn:aws:iam::123456789012:role/leasehold-wake"),
-        groupName: process.env.LEASEHOLD_WAKE_GROUP || undefined,
-      }, atMs, { ...WAKE_EVENT, armedFor: new Date(dueMs).toISOString() });
-      logger.info("wake armed", { at: new Date(atMs).toISOString(), due: new Date(dueMs).toISOString() });
+    /** Arms a one-time schedule that starts a scheduler at `atMs` (up to its precision late); its name, or null when it could not. */
+    const arm = async (atMs: number, dueMs: number): Promise<string | null> => {
+      const fields = { at: new Date(atMs).toISOString(), due: new Date(dueMs).toISOString() };
+      let name: string;
+      try {
+        name = await armWake(await (eventBridge ??= schedulerClient()), {
+          prefix: functionName("LEASEHOLD_WAKE_PREFIX", "leasehold-wake"),
+          functionArn: context.invokedFunctionArn.split(":").slice(0, 7).join(":"),
+          roleArn: functionName("LEASEHOLD_WAKE_ROLE_ARN", "arn:aws:iam::123456789012:role/leasehold-wake"),
+          groupName: process.env.LEASEHOLD_WAKE_GROUP || undefined,
+        }, atMs, { ...WAKE_EVENT, armedFor: new Date(dueMs).toISOString() });
+      } catch (err) {
+        logger.error("wake arm failed", { ...fields, error: String(err) });
+        return null;
+      }
+      logger.info("wake armed", fields);
+      return name;
     };
+    let retryArmed: { atMs: number; name: string } | null = null;
+    /** Schedules armed for a lease or a due time: never deleted (one may share its second, so its name, with the retry's). */
+    const kept = new Set<string>();
+    /**
+     * An at() schedule for the next attempt at what this invocation could
+     * not do now, no sooner than `atMs` and not before this invocation's time
+     * is up (until then it tries again itself; a scheduler started earlier
+     * would only find it watching): if it dies or runs out of time, the
+     * schedule starts another. One still to fire at or before it is enough.
+     */
+    const armRetry = async (atMs: number): Promise<boolean> => {
+      const endMs = Date.now() + Math.max(1_000, context.getRemainingTimeInMillis());
+      const at = Math.ceil(Math.max(atMs, endMs) / 1000) * 1000;
+      if (retryArmed !== null && retryArmed.atMs > Date.now() && retryArmed.atMs <= at) return true;
+      const name = await arm(at, at);
+      if (name === null) return false;
+      retryArmed = { atMs: at, name };
+      return true;
+    };
+    /**
+     * Leaving the queue watched otherwise (nothing due, a successor, a
+     * schedule for the due time, a live watcher), the retry schedule would
+     * only start a second scheduler beside that watch: deleted.
+     */
+    const disarmRetry = async () => {
+      if (retryArmed === null || retryArmed.atMs <= Date.now() || kept.has(retryArmed.name)) return;
+      await disarmWake(await (eventBridge ??= schedulerClient()), retryArmed.name, process.env.LEASEHOLD_WAKE_GROUP || undefined)
+        .catch((err: unknown) => logger.warn("wake disarm failed", { at: new Date(retryArmed!.atMs).toISOString(), error: String(err) }));
+    };
+    /** Out of time with work due and no successor yet: hand over, else an at() schedule, else say so. */
+    const handOver = async (dueMs: number) => {
+      relayed = await invokeSuccessor();
+      if (!relayed && !(await armRetry(dueMs))) reportWatchLost({ due: new Date(dueMs).toISOString(), owner });
+    };
+    let lastDueMs: number | null = null;
+    let outOfTime = false;
+    let armedDue = false;
     let plan = "idle";
     try {
       if (tick) await enqueueRecurringTick(store(), recurring, tick.name, new Date(tick.scheduledTime));
@@ -146,11 +221,16 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
       if (failedRunner) await dropFailedRunner(store(), failedRunner);
       let ticksSeenMs = Date.now();
       for (;;) {
-        if (passes > 0 && leftMs() < pollMs) break;
+        if (passes > 0 && leftMs() < pollMs) {
+          outOfTime = true;
+          break;
+        }
         // Ticks this invocation slept toward (EventBridge delivers them too, a little later: deduped).
         await enqueueTicksSince(store(), recurring, ticksSeenMs, Date.now());
         ticksSeenMs = Date.now();
-        const pass = await schedulePass({ config, registry }, store().db as Pool, schema(), invokeRunner, ahead);
+        short = new Set();
+        const pass = await schedulePass({ config, registry }, store().db as Pool, schema(), invokeRunner, { ...ahead, canStart });
+        invokes.publish();
         ahead = undefined;
         invoked += pass.invoked;
         passes++;
@@ -168,39 +248,53 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
         // each would bill the scheduler for every running job's lease.
         if (due.leaseExpiresAt) {
           const leaseMs = Math.ceil(local(due.leaseExpiresAt) / 1000) * 1000;
-          if (leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs) {
-            await arm(leaseMs, leaseMs);
+          const name = leaseArmedMs === null || leaseArmedMs < nowMs || leaseArmedMs > leaseMs ? await arm(leaseMs, leaseMs) : null;
+          if (name !== null) {
+            kept.add(name);
             leaseArmedMs = leaseMs;
           }
         }
+        // Runners that could not be asked for now are asked again when their
+        // backoff ends, by this invocation or, if it is gone, by the at()
+        // schedule armed for then.
+        const retryMs = short.size > 0 ? Math.min(...[...short].map((fn) => invokes.retryAtMs(fn))) : null;
+        if (retryMs !== null) await armRetry(retryMs);
         // Ready jobs in the hands of runners this pass started need no watching:
         // each runner claims after it starts, and one that fails reaches the
         // scheduler through its on-failure destination. An isolated job so
         // costs one short pass. Otherwise (a live runner counted on, runners
         // short) ready jobs are looked at again after pollMs.
         const dueAt = pass.covered ? due.laterAt : due.runAt;
-        const jobDueMs = dueAt && Math.max(local(dueAt), pass.ready > 0 && !pass.covered ? nowMs + pollMs : 0);
+        const lookAgainMs = Math.max(nowMs + pollMs, retryMs ?? 0);
+        const jobDueMs = dueAt && Math.max(local(dueAt), pass.ready > 0 && !pass.covered ? lookAgainMs : 0);
         const tickMs = nextRecurringTickMs(recurring, nowMs);
         const dueMs = jobDueMs === null ? tickMs : tickMs === null ? jobDueMs : Math.min(jobDueMs, tickMs);
+        lastDueMs = dueMs;
         const next = planWake({ nowMs, dueMs, remainingMs: leftMs() - pollMs, timing: config.wake });
         plan = next.kind;
         // The rescuer (metrics, pruning) every minute while this scheduler stays for work.
         if (next.kind !== "idle" && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
           lastRescuerAt = Date.now();
-          await invokeAsync(lambda, functionName("LEASEHOLD_RESCUER_FUNCTION", "rescuer"), {}).catch((err) =>
-            logger.warn("rescuer invoke failed", { error: String(err) }));
+          await invokes.tryInvoke("rescuer", functionName("LEASEHOLD_RESCUER_FUNCTION", "rescuer"), {}, callMs());
         }
         if (next.kind === "idle") break;
-        if (next.kind === "arm") {
-          await arm(next.atMs, dueMs!);
+        // An at() that could not be armed: this invocation stays, and hands over at its end.
+        const dueName = next.kind === "arm" ? await arm(next.atMs, dueMs!) : null;
+        if (dueName !== null) {
+          kept.add(dueName);
+          armedDue = true;
           break;
         }
         if (next.kind === "relay" && !relayed) {
           // The successor starts while this one still watches, and takes over.
-          await invokeAsync(lambda, context.functionName, { ...WAKE_EVENT, relayFrom: owner });
-          relayed = true;
+          // Refused: an at() schedule for the due time, and the hand-over is tried again next pass.
+          relayed = await invokeSuccessor();
+          if (!relayed) await armRetry(dueMs!);
         }
-        if (next.kind === "relay" && leftMs() < 2 * pollMs) break;
+        if (next.kind === "relay" && leftMs() < 2 * pollMs) {
+          outOfTime = true;
+          break;
+        }
         if (!(await watchDue(store(), owner, new Date(due.now.getTime() + (dueMs! - nowMs)), leftMs(), relayFrom))) {
           plan = "watched";
           break;
@@ -215,12 +309,16 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
         await new Promise((r) => setTimeout(r, Math.max(0, sleepMs)));
         if (dueMs! > Date.now()) ahead = { horizonMs: config.wake.startLeadMs, waitUntil: dueMs! };
       }
+      if (outOfTime && lastDueMs !== null && !relayed) await handOver(lastDueMs);
+      if (relayed || armedDue || plan === "idle" || plan === "watched") await disarmRetry();
       // A relayed watch is the successor's to take; any other is let go.
       if (plan !== "watched" && !relayed) await releaseWatch(store(), owner);
     } finally {
+      invokes.publish();
       if (pool) await closePool(pool);
     }
-    logger.info("scheduler done", { passes, invoked, plan, relayed, relayFrom });
-    return { passes, invoked, plan };
+    const { accepted, failed } = invokes.totals();
+    logger.info("scheduler done", { passes, invoked, invokesAccepted: accepted, invokeFailures: failed, plan, relayed, relayFrom });
+    return { passes, invoked, invokeFailures: failed, plan };
   };
 }

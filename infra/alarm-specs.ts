@@ -3,7 +3,7 @@
  * CloudWatch alarm, and tests compare the specs with the metrics the
  * functions really publish. No SST globals here.
  */
-import type { Config } from "../shared/config.ts";
+import { runnerFunctions, type Config } from "../shared/config.ts";
 import { Metric, METRICS_NAMESPACE, metricDimensions } from "../shared/metrics-names.ts";
 
 export const LAMBDA_NAMESPACE = "AWS/Lambda";
@@ -90,6 +90,7 @@ export function alarmSpecs(cfg: Config): AlarmSpec[] {
       threshold: cfg.alarms.oldestReadyAgeSeconds,
     });
   }
+  specs.push(...invokeAlarmSpecs(cfg));
   for (const runner of Object.keys(cfg.runners)) {
     for (const metricName of ["Errors", "Throttles"] as const) {
       specs.push({
@@ -105,5 +106,41 @@ export function alarmSpecs(cfg: Config): AlarmSpec[] {
       });
     }
   }
+  return specs;
+}
+
+/** The functions the scheduler invokes, by their names in the config (the `function` dimension). */
+export function invokedFunctions(cfg: Config): string[] {
+  return [...runnerFunctions(cfg).map((f) => f.name), "scheduler", "rescuer"];
+}
+
+/** Sustained Invoke failures, one alarm per function the scheduler invokes; and a scheduler that left its queue unwatched. */
+function invokeAlarmSpecs(cfg: Config): AlarmSpec[] {
+  const minutes = cfg.alarms.invokeFailureMinutes;
+  const specs: AlarmSpec[] = invokedFunctions(cfg).map((fn) => ({
+    ...base,
+    name: `InvokeFailures-${fn}`,
+    description:
+      `More than ${cfg.alarms.invokeFailureThreshold} of the scheduler's Invokes of "${fn}" failed within ${minutes} minutes ` +
+      "(throttled, function not found, connection reset or refused, no answer). See docs/deploy.md, 'Invoke failures'.",
+    namespace: METRICS_NAMESPACE,
+    metricName: Metric.InvokeFailures,
+    dimensions: metricDimensions(Metric.InvokeFailures, fn),
+    statistic: "Sum",
+    threshold: cfg.alarms.invokeFailureThreshold,
+    period: 60 * minutes,
+  }));
+  specs.push({
+    ...base,
+    name: "WatchLost",
+    description:
+      "A scheduler ended with work due and could neither hand over to a successor nor arm an at() schedule: " +
+      "nothing watches the queue until the next enqueue. See docs/deploy.md, 'Invoke failures'.",
+    namespace: METRICS_NAMESPACE,
+    metricName: Metric.WatchLost,
+    dimensions: metricDimensions(Metric.WatchLost),
+    statistic: "Sum",
+    threshold: 0,
+  });
   return specs;
 }

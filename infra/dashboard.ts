@@ -1,10 +1,10 @@
 /**
  * One CloudWatch dashboard: queue depth and age, throughput, failures, dead
- * jobs, unserved jobs, and runner concurrency. Metric names and dimensions come from
+ * jobs, unserved jobs, runner concurrency, and the scheduler's Invokes. Metric names and dimensions come from
  * shared/metrics-names.ts, the same constants the functions publish with.
  */
 import { Metric, METRICS_NAMESPACE, metricDimensions, type MetricName } from "../shared/metrics-names.ts";
-import { configuredQueues, LAMBDA_NAMESPACE } from "./alarm-specs.ts";
+import { configuredQueues, invokedFunctions, LAMBDA_NAMESPACE } from "./alarm-specs.ts";
 import type { InfraContext } from "./context.ts";
 
 type Stat = "Sum" | "Maximum" | "Average";
@@ -16,9 +16,9 @@ export function createDashboard(ctx: InfraContext, runners: Record<string, sst.a
   const queues = configuredQueues(config);
 
   /** A Leasehold metric as a dashboard line: [namespace, name, dim, value, ..., options]. */
-  function leasehold(metric: MetricName, stat: Stat, queue?: string): MetricLine {
-    const dims = Object.entries(metricDimensions(metric, queue)).flat();
-    return [METRICS_NAMESPACE, metric, ...dims, { stat, label: queue ? `${metric} ${queue}` : metric }];
+  function leasehold(metric: MetricName, stat: Stat, dimension?: string): MetricLine {
+    const dims = Object.entries(metricDimensions(metric, dimension)).flat();
+    return [METRICS_NAMESPACE, metric, ...dims, { stat, label: dimension ? `${metric} ${dimension}` : metric }];
   }
 
   function perQueue(metric: MetricName, stat: Stat): MetricLine[] {
@@ -62,6 +62,10 @@ export function createDashboard(ctx: InfraContext, runners: Record<string, sst.a
       ...perQueue(Metric.JobsUnserved, "Maximum"),
     ]),
     widget("Runner concurrency", [...perRunner("ConcurrentExecutions", "Maximum"), ...perRunner("Throttles", "Sum")]),
+    widget("Scheduler Invokes (accepted, failed)", [
+      ...invokedFunctions(config).flatMap((fn) => [leasehold(Metric.InvokesAccepted, "Sum", fn), leasehold(Metric.InvokeFailures, "Sum", fn)]),
+      leasehold(Metric.WatchLost, "Sum"),
+    ]),
   ];
 
   return new aws.cloudwatch.Dashboard(ctx.child("Dashboard"), {

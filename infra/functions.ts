@@ -113,7 +113,12 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
     // Linking a function grants lambda:InvokeFunction on it: the runners, the
     // rescuer (invoked while jobs run), and itself (a successor, by name).
     link: [...Object.values(runners), rescuer],
-    permissions: [...armWakes, { actions: ["lambda:InvokeFunction"], resources: [schedulerArnByName] }],
+    permissions: [
+      ...armWakes,
+      // Deletes the retry schedule it armed once it leaves another watch (functions/scheduler.ts).
+      { actions: ["scheduler:DeleteSchedule"], resources: ["*"] },
+      { actions: ["lambda:InvokeFunction"], resources: [schedulerArnByName] },
+    ],
     environment: {
       LEASEHOLD_RUNNER_FUNCTIONS: $jsonStringify(Object.fromEntries(Object.entries(runners).map(([name, fn]) => [name, fn.name]))),
       LEASEHOLD_RESCUER_FUNCTION: rescuer.name,

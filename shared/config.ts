@@ -147,6 +147,12 @@ export const configSchema = z
         memoryMb: z.number().int().min(128).default(256),
         /** How often it looks at demand within one invocation. */
         pollMs: z.number().int().min(100).default(1_000),
+        /**
+         * Longest wait before asking Lambda again for an Invoke that failed
+         * (throttled, reset, no answer), and how often a missing function is
+         * asked again (shared/invoke-backoff.ts). Tests shorten it.
+         */
+        invokeBackoffMaxMs: z.number().int().min(1_000).max(15 * 60_000).default(60_000),
       })
       .prefault({}),
     /**
@@ -186,6 +192,14 @@ export const configSchema = z
          * UnservedJobs alarm fires (a deploy's own skew passes within it).
          */
         unservedMinutes: z.number().int().min(1).max(1_440).default(5),
+        /**
+         * The InvokeFailures alarm of a function fires when more than
+         * `invokeFailureThreshold` of the scheduler's Invokes of it failed within
+         * `invokeFailureMinutes` (a reset retried once passes; a throttle or a
+         * missing function, retried with backoff, does not).
+         */
+        invokeFailureMinutes: z.number().int().min(1).max(1_440).default(5),
+        invokeFailureThreshold: z.number().int().min(0).default(3),
       })
       .prefault({}),
     /** Finished jobs older than this are pruned by the rescuer. */

@@ -35,6 +35,12 @@ export interface PassOptions {
   horizonMs?: number;
   /** Most invocations this pass may start (e.g. the connections a Worker has left to hold them). */
   maxStarts?: number;
+  /**
+   * Whether function `name` may be asked for runners now (false while its
+   * Invokes back off): one that may not is left out of the plan, reserves
+   * nothing, and its ready jobs stay uncovered.
+   */
+  canStart?: (name: string) => boolean;
   /** Starts runner `name` with reservation `invocationId`; a throw gives the reservation back. */
   invoke: (name: string, invocationId: string) => Promise<void>;
   onInvokeError?: (name: string, err: unknown) => void;
@@ -80,6 +86,7 @@ export async function schedulePass(o: PassOptions): Promise<PassResult> {
     const plan = new Map<string, string[]>();
     for (const [name, r] of o.runners) {
       for (const [fn, n] of planRunners(name, r, ready.get(name) ?? 0, live, budget)) {
+        if (n > 0 && o.canStart && !o.canStart(fn)) continue;
         budget -= n;
         plan.set(fn, Array.from({ length: n }, newId));
       }

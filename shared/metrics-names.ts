@@ -26,6 +26,12 @@
  * - Per-queue outcome counters carry `service` and `queue`: JobsSucceeded,
  *   JobsFailed, JobsTimedOut (published by the runner), JobsDead (with each
  *   DeadJobs count).
+ * - The scheduler's Invokes carry `service` and `function` (the function's
+ *   name in the config: a runner, its `-light` variant, `scheduler` for the
+ *   hand-over to a successor, `rescuer`): InvokesAccepted and InvokeFailures,
+ *   published after each pass that invoked. The InvokeFailures alarm exists
+ *   once per function. WatchLost (`service` only) counts scheduler
+ *   invocations that ended with work due and nothing left to watch it.
  * A publisher that adds another dimension (e.g. a job name) to one of these
  * metrics creates a *different* metric that no alarm watches; publish such
  * detail in a separate metric set or in the log line instead. With
@@ -65,6 +71,19 @@ export const Metric = {
   UnservedJobs: "UnservedJobs",
   /** The same, per queue (not alarmed: for the dashboard). Unit: Count. */
   JobsUnserved: "JobsUnserved",
+  /** Asynchronous Invokes of a function that Lambda accepted, by the scheduler. Unit: Count. */
+  InvokesAccepted: "InvokesAccepted",
+  /**
+   * Invokes of a function that failed (throttled, not found, reset, refused,
+   * no answer), by the scheduler; each is retried with backoff. Unit: Count.
+   */
+  InvokeFailures: "InvokeFailures",
+  /**
+   * Scheduler invocations that ended with work due and could neither hand
+   * over to a successor nor arm an `at()` schedule: nothing watches the queue
+   * until the next enqueue, runner failure or the daily cron. Unit: Count.
+   */
+  WatchLost: "WatchLost",
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
 
@@ -72,6 +91,7 @@ export type MetricName = (typeof Metric)[keyof typeof Metric];
 export const Dimension = {
   Service: "service",
   Queue: "queue",
+  Function: "function",
 } as const;
 export type DimensionName = (typeof Dimension)[keyof typeof Dimension];
 
@@ -88,15 +108,18 @@ export const METRIC_DIMENSIONS: Record<MetricName, readonly DimensionName[]> = {
   JobsFailed: [Dimension.Service, Dimension.Queue],
   JobsTimedOut: [Dimension.Service, Dimension.Queue],
   JobsDead: [Dimension.Service, Dimension.Queue],
+  InvokesAccepted: [Dimension.Service, Dimension.Function],
+  InvokeFailures: [Dimension.Service, Dimension.Function],
+  WatchLost: [Dimension.Service],
 };
 
-/** The dimensions (names and values) of `metric`, for `queue` when it has one. */
-export function metricDimensions(metric: MetricName, queue?: string): Record<string, string> {
+/** The dimensions (names and values) of `metric`, for `value` (a queue, a function) when it has a second one. */
+export function metricDimensions(metric: MetricName, value?: string): Record<string, string> {
   const dims: Record<string, string> = {};
   for (const name of METRIC_DIMENSIONS[metric]) {
     if (name === Dimension.Service) dims[name] = SERVICE_NAME;
-    else if (queue === undefined) throw new Error(`metric ${metric} needs a ${name} dimension`);
-    else dims[name] = queue;
+    else if (value === undefined) throw new Error(`metric ${metric} needs a ${name} dimension`);
+    else dims[name] = value;
   }
   return dims;
 }

@@ -144,7 +144,7 @@ describe("the scheduler under a burst of demand", () => {
     await s.invoke("scheduler", {}); // a cold start's module load is not what this measures
     const started = Date.now();
     const idle = await s.invoke<{ passes: number; invoked: number }>("scheduler", {});
-    expect(idle).toEqual({ passes: 1, invoked: 0, plan: "idle" });
+    expect(idle).toEqual({ passes: 1, invoked: 0, invokeFailures: 0, plan: "idle" });
     expect(Date.now() - started).toBeLessThan(s.config.scheduler.timeoutSeconds * 1000 / 2);
   });
 

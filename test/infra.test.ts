@@ -220,6 +220,21 @@ describe("alarm specs", () => {
     }
   });
 
+  it("alarm per invoked function on sustained Invoke failures, and on a scheduler that left its queue unwatched", () => {
+    const invokes = specs.filter((s) => s.metricName === Metric.InvokeFailures);
+    const fns = [...Object.keys(config.runners).flatMap((r) => (config.runners[r]!.light ? [r, `${r}-light`] : [r])), "scheduler", "rescuer"];
+    expect(invokes.map((s) => s.dimensions[Dimension.Function]).sort()).toEqual(fns.sort());
+    for (const spec of invokes) {
+      expect(spec).toMatchObject({
+        statistic: "Sum", comparison: "GreaterThanThreshold", threshold: config.alarms.invokeFailureThreshold,
+        period: 60 * config.alarms.invokeFailureMinutes, evaluationPeriods: 1, treatMissingData: "notBreaching",
+      });
+    }
+    const custom = alarmSpecs(defineConfig({ alarms: { invokeFailureMinutes: 10, invokeFailureThreshold: 0 } })).find((s) => s.name === "InvokeFailures-scheduler");
+    expect(custom).toMatchObject({ period: 600, threshold: 0 });
+    expect(byName.get("WatchLost")).toMatchObject({ metricName: Metric.WatchLost, dimensions: { service: SERVICE_NAME }, threshold: 0, period: 60 });
+  });
+
   it("have unique names and the fields a metric comparison needs", () => {
     expect(byName.size).toBe(specs.length);
     for (const spec of specs) {
@@ -346,6 +361,9 @@ describe("sst.config.ts composition (SST globals stubbed)", () => {
       ]));
       expect(fn(name).args.environment.LEASEHOLD_WAKE_ROLE_ARN).toBe("arn:role-WakeRole");
     }
+    // The scheduler deletes a retry schedule it no longer needs; the API arms only.
+    expect(fn("Scheduler").args.permissions).toEqual(expect.arrayContaining([{ actions: ["scheduler:DeleteSchedule"], resources: ["*"] }]));
+    expect(fn("Api").args.permissions).not.toEqual(expect.arrayContaining([{ actions: ["scheduler:DeleteSchedule"], resources: ["*"] }]));
     const args: { name?: string } = {};
     fn("Scheduler").args.transform.function(args, {});
     expect(fn("Runner").args.environment.LEASEHOLD_SCHEDULER_FUNCTION).toBe(args.name);

@@ -111,6 +111,21 @@ describe("unserved jobs", () => {
     expect(rows[0]).toEqual({ n: 0 });
   });
 
+  it("asks nothing of a runner function that backs off: no reservation, no Invoke, its jobs still watched", async () => {
+    await clear();
+    await enqueue(t, sendWelcomeEmail, welcome);
+    const invoked: string[] = [];
+    const held: string[] = [];
+    const invoke = async (runner: string) => void invoked.push(runner);
+    const canStart = (fn: string) => (held.push(fn), false);
+    expect(await schedulePass({ config, registry }, t.pool, t.schema, invoke, { canStart })).toEqual({ ready: 1, invoked: 0, covered: false });
+    expect([invoked, held]).toEqual([[], ["runner-light"]]);
+    const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".runners`);
+    expect(rows[0]).toEqual({ n: 0 });
+    // Once it may be asked again, the same pass starts it.
+    expect(await schedulePass({ config, registry }, t.pool, t.schema, invoke, { canStart: () => true })).toEqual({ ready: 1, invoked: 1, covered: true });
+  });
+
   it("GET /v1/queues shows unserved per queue, by the deployment's rules and registry", async () => {
     await clear();
     await enqueue(t, sendWelcomeEmail, welcome);

@@ -41,7 +41,7 @@ export type ConfigInput = z.input<typeof configSchema>;
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The deployment's own config (leasehold.config.ts), with overrides. */
-export function productionConfig(overrides: Partial<Pick<Config, "scheduler" | "rescuer" | "wake">> & { runners?: ConfigInput["runners"] } = {}): ConfigInput {
+export function productionConfig(overrides: Pick<ConfigInput, "scheduler" | "rescuer" | "wake" | "runners"> = {}): ConfigInput {
   const base = JSON.parse(JSON.stringify(appConfig)) as Config;
   return {
     ...base,

@@ -37,6 +37,7 @@ export async function startStack(
   const url = options.databaseUrl ?? databaseUrl();
   const t = options.db ?? (await createTestDb("pg", 10, url));
   const logs: Stack["logs"] = [];
+  const { env: extraEnv, ...runtimeOptions } = options.runtime ?? {};
   const runtime = await startLambdaRuntime({
     functions: localFunctions({ root, config, jobsModule: options.jobs ?? fileURLToPath(new URL("../fixtures/e2e-jobs.ts", import.meta.url)) })
       .filter((f) => f.name !== "api" && f.name !== "migrate"),
@@ -46,10 +47,11 @@ export async function startStack(
       LEASEHOLD_SCHEMA: t.schema,
       LEASEHOLD_WS_PROXY: inject("wsRelay"),
       POWERTOOLS_LOG_LEVEL: process.env.LOG_LEVEL ?? "WARN",
+      ...extraEnv,
     },
     onLog: (fn, requestId, line) => void logs.push({ fn, requestId, line }),
     schedulePrecisionMs: config.wake.precisionMs,
-    ...options.runtime,
+    ...runtimeOptions,
   });
   const lambda = new LambdaClient({
     endpoint: runtime.url,
