@@ -9,7 +9,7 @@ import type { Registry } from "../shared/job.ts";
 import type { RecurringJob } from "../shared/recurring.ts";
 import { CliError, EXIT, usageError } from "./errors.ts";
 import { readDevStackState } from "../dev/state.ts";
-import { describeTarget, resolveWakeTarget, wakeTarget, type WakeTarget } from "./wake.ts";
+import { describeTarget, resolveWakeTarget, invokeScheduler, type WakeTarget } from "./wake.ts";
 
 /**
  * The dev stack's embedded Postgres (`npm run dev`; port and password as in
@@ -150,6 +150,7 @@ export function createContext(
   let pool: pg.Pool | null = null;
   let registry: Promise<Registry> | null = null;
   let target: Promise<WakeTarget> | null = null;
+  const wakeTarget = () => (target ??= resolveWakeTarget({ stage: values.stage, env, appRoot, databaseUrl: url, devState: readDevStackState() }));
 
   const getPool = (): Pool => {
     if (!pool) {
@@ -182,15 +183,15 @@ export function createContext(
     progress(line) {
       process.stderr.write(`${line}\n`);
     },
-    wakeTarget: () => (target ??= resolveWakeTarget({ stage: values.stage, env, appRoot, databaseUrl: url, devState: readDevStackState() })),
+    wakeTarget,
     async wake() {
-      const resolved = await (target ??= resolveWakeTarget({ stage: values.stage, env, appRoot, databaseUrl: url, devState: readDevStackState() }));
+      const resolved = await wakeTarget();
       if (resolved.kind === "none") {
         process.stderr.write(`note: the scheduler was not woken: ${resolved.why}; it starts the job at its next wake-up (the daily safety net at the latest). See \`leasehold wake --help\`.\n`);
         return false;
       }
       try {
-        await wakeTarget(resolved, env);
+        await invokeScheduler(resolved, env);
         return true;
       } catch (err) {
         process.stderr.write(`warning: could not wake ${describeTarget(resolved)}: ${String((err as Error)?.message ?? err)}; the job starts at the scheduler's next wake-up\n`);

@@ -79,7 +79,7 @@ export function describeTarget(target: Exclude<WakeTarget, { kind: "none" }>): s
 }
 
 /** One asynchronous Invoke of the target, bounded as every wake-up is; rejects with the reason it failed. */
-export async function wakeTarget(target: Exclude<WakeTarget, { kind: "none" }>, env: Record<string, string | undefined> = {}): Promise<void> {
+export async function invokeScheduler(target: Exclude<WakeTarget, { kind: "none" }>, env: Record<string, string | undefined> = {}): Promise<void> {
   const client = target.kind === "dev"
     ? lambdaClient({ endpoint: target.lambdaUrl, region: DEV_AWS.region, credentials: { accessKeyId: DEV_AWS.accessKeyId, secretAccessKey: DEV_AWS.secretAccessKey } })
     : lambdaClient();

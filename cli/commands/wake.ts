@@ -1,7 +1,7 @@
 import { expectPositionals } from "../args.ts";
 import type { Command } from "../command.ts";
 import { CliError, EXIT } from "../errors.ts";
-import { describeTarget, wakeTarget } from "../wake.ts";
+import { describeTarget, invokeScheduler } from "../wake.ts";
 
 export const wakeCommand: Command = {
   name: "wake",
@@ -33,7 +33,7 @@ Examples:
     const target = await ctx.wakeTarget();
     if (target.kind === "none") throw new CliError(EXIT.failed, `no scheduler to wake: ${target.why}`, "no_scheduler");
     try {
-      await wakeTarget(target, process.env);
+      await invokeScheduler(target, process.env);
     } catch (err) {
       throw new CliError(EXIT.failed, `could not wake ${describeTarget(target)}: ${(err as Error)?.message ?? String(err)}`, "wake_failed");
     }
