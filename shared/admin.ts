@@ -56,9 +56,13 @@ function toJob(r: JobRow): JobRecord {
 }
 
 const CANCEL_JOB = `
-update leasehold.jobs set status = 'cancelled', finished_at = now()
-where id = $1::bigint and status = 'queued'
-returning ${JOB_COLUMNS}`;
+with cancelled as (
+  update leasehold.jobs set status = 'cancelled', finished_at = now()
+  where id = $1::bigint and status = 'queued'
+  returning ${JOB_COLUMNS}, awaited
+)
+select c.* from cancelled c
+left join lateral (select pg_notify('leasehold_job_ended', 'leasehold.' || c.id) where c.awaited) n on true`;
 
 /** Cancels a queued job. Returns it, or null if it is not queued (or does not exist). */
 export async function cancelJob(store: Store, id: string): Promise<JobRecord | null> {
@@ -85,15 +89,22 @@ export async function retryJob(store: Store, id: string): Promise<JobRecord | nu
   return rows[0] ? toJob(rows[0]) : null;
 }
 
-const GET_JOB = `select ${JOB_COLUMNS} from leasehold.jobs where id = $1::bigint`;
+const GET_JOB = `select ${JOB_COLUMNS}, result from leasehold.jobs where id = $1::bigint`;
 const GET_ATTEMPTS = `
 select attempt, generation, runner_id, claimed_at, ended_at, outcome::text, error
 from leasehold.job_attempts where job_id = $1::bigint order by attempt`;
 
-/** A job with every attempt it has made, or null. */
-export async function getJob(store: Store, id: string): Promise<(JobRecord & { attemptHistory: AttemptRecord[] }) | null> {
+/** A job as `getJob` shows it: its result once it succeeded, and every attempt it has made. */
+export interface JobDetail extends JobRecord {
+  /** The handler's return value (JSON), kept with the succeeded job; null before, or when it returned nothing. */
+  result: unknown;
+  attemptHistory: AttemptRecord[];
+}
+
+/** A job with its result and every attempt it has made, or null. */
+export async function getJob(store: Store, id: string): Promise<JobDetail | null> {
   const [{ rows }, { rows: attempts }] = await Promise.all([
-    store.db.query<JobRow>(sql(store.schema, GET_JOB), [id]),
+    store.db.query<JobRow & { result: unknown }>(sql(store.schema, GET_JOB), [id]),
     store.db.query<{
       attempt: number; generation: number; runner_id: string | null; claimed_at: Date; ended_at: Date; outcome: AttemptOutcome; error: string | null;
     }>(sql(store.schema, GET_ATTEMPTS), [id]),
@@ -101,6 +112,7 @@ export async function getJob(store: Store, id: string): Promise<(JobRecord & { a
   if (!rows[0]) return null;
   return {
     ...toJob(rows[0]),
+    result: rows[0].result ?? null,
     attemptHistory: attempts.map((a) => ({
       attempt: a.attempt, generation: a.generation, runnerId: a.runner_id, claimedAt: a.claimed_at, endedAt: a.ended_at, outcome: a.outcome, error: a.error,
     })),

@@ -25,7 +25,8 @@ import { checkJobType } from "./validate.ts";
 export type JobStatus = "queued" | "running" | "succeeded" | "dead" | "cancelled";
 
 /** How one attempt ended; one `job_attempts` row per attempt. */
-export type AttemptOutcome = "succeeded" | "failed" | "timeout" | "lease_expired" | "released";
+/** `slept`: the handler called `ctx.sleep`; the attempt was given back and the job waits for its time. */
+export type AttemptOutcome = "succeeded" | "failed" | "timeout" | "lease_expired" | "released" | "slept";
 
 /** What a handler gets beside its payload. */
 export interface JobContext {

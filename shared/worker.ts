@@ -147,11 +147,13 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       completer.markStarted(lease);
     }
     const startedAt = performance.now();
-    const result = await executeJob({ job, type: type!, deadline, clock, context: { runnerId, enqueue: follow } });
+    const result = await executeJob({
+      job, type: type!, deadline, clock, context: { runnerId, enqueue: follow }, maxResultBytes: options.limits?.maxPayloadBytes,
+    });
     gauge.jobTook(performance.now() - startedAt);
     const info = held.get(job.id);
     if (info) info.outcome = result.outcome;
-    if (result.outcome === "succeeded") return completer.succeed(lease);
+    if (result.outcome === "succeeded") return completer.succeed({ ...lease, result: result.result });
     completer.fail({
       ...lease, outcome: result.outcome, error: result.error, permanent: result.permanent,
       retryDelayMs: retryDelayMs(job.attempts, job.backoffMs),

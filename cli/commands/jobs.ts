@@ -71,7 +71,8 @@ export const jobCommand: Command = {
   summary: "Show one job with its attempt history",
   help: `leasehold job <id>
 
-Shows a job's fields, its payload, and one line per attempt it has made:
+Shows a job's fields, its payload, its result once it has succeeded (the
+handler's return value), and one line per attempt it has made:
 how it ended, on which runner, and its error. Exit code 3 if there is no
 such job.`,
   options: {},
@@ -99,6 +100,7 @@ such job.`,
         ["dedupe key", orDash(job.dedupeKey)],
         ["last error", orDash(job.lastError)],
         ["payload", JSON.stringify(job.payload)],
+        ["result", job.status === "succeeded" ? JSON.stringify(job.result) : "-"],
       ]);
       const attempts = job.attemptHistory.length
         ? table(job.attemptHistory, [

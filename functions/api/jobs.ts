@@ -48,7 +48,7 @@ async function refusal(store: Store, id: string, needed: JobStatus, action: stri
   return new ApiError(409, "conflict", `job ${id} is ${status}; only a ${needed} job can be ${action}`, { status });
 }
 
-const withoutAttempts = ({ attemptHistory: _, ...job }: JobRecord & { attemptHistory: unknown }): JobRecord => job;
+const withoutAttempts = ({ attemptHistory: _, result: __, ...job }: JobRecord & { attemptHistory: unknown; result: unknown }): JobRecord => job;
 
 /** `limits`: the deployment's serving rules and payload size limit, which every enqueue is held to. */
 export function registerJobRoutes(app: OpenAPIHono<ApiEnv>, registry: Registry, waker: Waker | undefined, limits: EnqueueLimits) {
@@ -68,8 +68,8 @@ export function registerJobRoutes(app: OpenAPIHono<ApiEnv>, registry: Registry, 
   });
 
   app.openapi(getJobRoute, async (c) => {
-    const { attemptHistory, ...job } = await mustGet(c.var.store, c.req.valid("param").id);
-    return c.json({ ...toJobJson(job), attemptHistory: attemptHistory.map(toAttemptJson) }, 200);
+    const { attemptHistory, result, ...job } = await mustGet(c.var.store, c.req.valid("param").id);
+    return c.json({ ...toJobJson(job), result, attemptHistory: attemptHistory.map(toAttemptJson) }, 200);
   });
 
   app.openapi(listJobsRoute, async (c) => {

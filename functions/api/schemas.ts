@@ -9,7 +9,7 @@ import type { AttemptOutcome, JobStatus } from "../../shared/job.ts";
 import { enqueueOptionFields, MAX_DELAY_MS, storableText } from "../../shared/validate.ts";
 
 export const JOB_STATUSES = ["queued", "running", "succeeded", "dead", "cancelled"] as const satisfies readonly JobStatus[];
-const OUTCOMES = ["succeeded", "failed", "timeout", "lease_expired", "released"] as const satisfies readonly AttemptOutcome[];
+const OUTCOMES = ["succeeded", "failed", "timeout", "lease_expired", "released", "slept"] as const satisfies readonly AttemptOutcome[];
 // Compile-time checks that the lists above name every status and outcome.
 type Covers<T, L extends readonly unknown[]> = [Exclude<T, L[number]>] extends [never] ? true : false;
 const coversStatuses: Covers<JobStatus, typeof JOB_STATUSES> = true;
@@ -106,7 +106,14 @@ export const attemptSchema = z
   })
   .openapi("Attempt");
 
-export const jobDetailSchema = jobSchema.extend({ attemptHistory: z.array(attemptSchema) }).openapi("JobWithAttempts");
+export const jobDetailSchema = jobSchema
+  .extend({
+    result: z.unknown().openapi({
+      description: "The handler's return value (JSON), kept with the succeeded job; null before it succeeds, or when the handler returned nothing.",
+    }),
+    attemptHistory: z.array(attemptSchema),
+  })
+  .openapi("JobWithAttempts");
 
 export const batchResponseSchema = z
   .object({ jobs: z.array(z.object({ id: z.string(), existing: z.boolean() })) })

@@ -1,5 +1,5 @@
 import type { Store } from "../db.ts";
-import { settledEarlier, settleJobs, type Failure, type Lease } from "../settle.ts";
+import { settledEarlier, settleJobs, type Failure, type Lease, type Success } from "../settle.ts";
 import { nextTurn, type Clock } from "./clock.ts";
 import { backoffMs, isTransient } from "./transient.ts";
 
@@ -42,7 +42,7 @@ export interface CompleterOptions {
  */
 export class Completer {
   private started: Held[] = [];
-  private succeeded: Held[] = [];
+  private succeeded: Held<Success>[] = [];
   private failed: Held<Failure>[] = [];
   private released: Held[] = [];
   private readonly startWaiters = new Map<string, (marked: boolean) => void>();
@@ -71,7 +71,7 @@ export class Completer {
     });
   }
 
-  succeed(lease: Held): void {
+  succeed(lease: Held<Success>): void {
     this.succeeded.push(lease);
     this.kick();
   }
@@ -159,7 +159,7 @@ export class Completer {
   }
 
   /** After a lost write, outcomes it had already applied are reported, not written again. */
-  private async dropSettledEarlier(batch: { succeeded: Held[]; failed: Held<Failure>[]; released: Held[] }): Promise<void> {
+  private async dropSettledEarlier(batch: { succeeded: Held<Success>[]; failed: Held<Failure>[]; released: Held[] }): Promise<void> {
     const done = await settledEarlier(this.o.store, [...batch.succeeded, ...batch.failed, ...batch.released]);
     if (done.size === 0) return;
     const keep = <T extends Held>(list: T[], kind: SettleKind) =>

@@ -1,14 +1,28 @@
 import type { z } from "zod";
 import type { ClaimedJob } from "../claim.ts";
 import type { JobContext, JobType } from "../job.ts";
+import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson } from "../payload.ts";
 import type { Clock } from "./clock.ts";
 
 /** How one run of a handler ended. */
 export type Outcome =
-  | { outcome: "succeeded" }
+  | { outcome: "succeeded"; result: string | null }
   | { outcome: "failed" | "timeout"; error: string; permanent: boolean };
 
-const SUCCEEDED: Outcome = Object.freeze({ outcome: "succeeded" });
+const SUCCEEDED: Outcome = Object.freeze({ outcome: "succeeded", result: null });
+
+/**
+ * A handler's return value as the JSON its job keeps, or a permanent failure
+ * when JSON cannot keep it exactly or it is larger than a payload may be: a
+ * handler that returns nothing keeps no result.
+ */
+export function resultOutcome(value: unknown, maxBytes = DEFAULT_MAX_PAYLOAD_BYTES): Outcome {
+  if (value === undefined) return SUCCEEDED;
+  const json = payloadJson(value, ["result"], maxBytes);
+  if ("json" in json) return { outcome: "succeeded", result: json.json };
+  const issues = json.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+  return { outcome: "failed", permanent: true, error: `the handler's return value cannot be kept as the job's result: ${issues}` };
+}
 
 /** The most a handler's signal fires before its lease deadline. */
 export const MAX_SETTLE_MARGIN_MS = 2_000;
@@ -40,6 +54,8 @@ export interface ExecuteArgs {
   deadline: number;
   clock: Clock;
   context: Pick<JobContext, "runnerId" | "enqueue">;
+  /** Most bytes of JSON the handler's return value may take; default `DEFAULT_MAX_PAYLOAD_BYTES`. */
+  maxResultBytes?: number;
 }
 
 /**
@@ -54,7 +70,7 @@ export interface ExecuteArgs {
  * read after the deadline comes already aborted). The deadline ends the run
  * whether or not the handler listens.
  */
-export function executeJob({ job, type, deadline, clock, context }: ExecuteArgs): Promise<Outcome> {
+export function executeJob({ job, type, deadline, clock, context, maxResultBytes }: ExecuteArgs): Promise<Outcome> {
   const parsed = (type.schema as z.ZodType).safeParse(job.payload);
   if (!parsed.success) {
     return Promise.resolve({ outcome: "failed", permanent: true, error: `payload does not match the schema of ${job.name}: ${parsed.error.message}` });
@@ -91,7 +107,7 @@ export function executeJob({ job, type, deadline, clock, context }: ExecuteArgs)
     Promise.resolve()
       .then(() => type.handler(parsed.data, ctx))
       .then(
-        () => finish(SUCCEEDED),
+        (value: unknown) => finish(resultOutcome(value, maxResultBytes)),
         (err: unknown) => finish({ outcome: "failed", permanent: isPermanent(err), error: errorText(err) }),
       );
   });

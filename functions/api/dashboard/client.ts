@@ -367,6 +367,8 @@ export const DASHBOARD_JS = String.raw`"use strict";
         field("Last error", job.lastError ? errorText(job.lastError) : null)),
       h("h3", {}, "Payload"),
       h("pre", { class: "payload" }, JSON.stringify(job.payload, null, 2)),
+      job.status === "succeeded" ? h("h3", {}, "Result") : null,
+      job.status === "succeeded" ? h("pre", { class: "payload result" }, JSON.stringify(job.result, null, 2)) : null,
       h("h3", {}, "History"),
       job.attemptHistory.length === 0 ? h("p", { class: "empty" }, "No attempt has ended yet.") :
         h("table", { class: "history" },
