@@ -41,6 +41,23 @@ export interface JobContext {
   runnerId: string;
   /** Enqueues a follow-up job; a runner serving its queue picks it up at once. */
   enqueue: <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, options?: EnqueueOptions) => Promise<EnqueuedJob>;
+  /**
+   * A durable step: runs `fn` and records its JSON result, fenced by the
+   * lease, before resolving. A later attempt of this job (a retry, a rescue,
+   * a wake after a sleep) replays a recorded step's result instead of
+   * running it again; only a step whose runner died before its record was
+   * written runs again. Names are unique per run, in the same order every run.
+   */
+  step: <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
+  /**
+   * Ends this attempt without charging it and puts the job back in the queue
+   * for `ms` from now; no runner is held while it sleeps. The handler runs
+   * again from the top then, replaying its recorded steps (the sleep is one).
+   * Await it alone: nothing after it runs in this attempt.
+   */
+  sleep: (ms: number) => Promise<void>;
+  /** As `sleep`, until `at`. */
+  sleepUntil: (at: Date) => Promise<void>;
 }
 
 export interface JobDefaults {

@@ -72,7 +72,8 @@ export const jobCommand: Command = {
   help: `leasehold job <id>
 
 Shows a job's fields, its payload, its result once it has succeeded (the
-handler's return value), and one line per attempt it has made:
+handler's return value), one line per attempt it has made (with the steps
+it replayed or ran), and its recorded steps (ctx.step):
 how it ended, on which runner, and its error. Exit code 3 if there is no
 such job.`,
   options: {},
@@ -110,10 +111,27 @@ such job.`,
             { header: "RUNNER", value: (a) => orDash(a.runnerId), maxWidth: 40 },
             { header: "CLAIMED AT", value: (a) => when(a.claimedAt) },
             { header: "ENDED AT", value: (a) => when(a.endedAt) },
+            { header: "STEPS", value: (a) => stepLog(a.steps), maxWidth: 60 },
             { header: "ERROR", value: (a) => a.error ?? "", maxWidth: 60 },
           ])
         : "no attempts yet";
-      return `${details}\n\n${attempts}`;
+      const steps = job.steps.length
+        ? `\n\n${table(job.steps, [
+            { header: "STEP", value: (s) => String(s.position), align: "right" },
+            { header: "GEN", value: (s) => String(s.generation), align: "right" },
+            { header: "NAME", value: (s) => s.name, maxWidth: 40 },
+            { header: "RAN IN", value: (s) => String(s.attempt), align: "right" },
+            { header: "TOOK", value: (s) => `${Math.round(s.durationMs)}ms`, align: "right" },
+            { header: "RESULT", value: (s) => JSON.stringify(s.result) ?? "-", maxWidth: 60 },
+          ])}`
+        : "";
+      return `${details}\n\n${attempts}${steps}`;
     });
   },
 };
+
+/** An attempt's steps in one cell: each name, `(replayed)` or its time. */
+function stepLog(steps: { name: string; replayed: boolean; ms: number }[] | null): string {
+  if (!steps) return "";
+  return steps.map((s) => `${s.name} ${s.replayed ? "(replayed)" : `${Math.round(s.ms)}ms`}`).join(", ");
+}
