@@ -36,6 +36,7 @@ describe("durable steps, property", () => {
     let runs: number[] = [];
     let completed = new Set<number>();
     let violations: string[] = [];
+    let cases = 0;
     const type = defineJob({
       name: "prop", queue: "prop", backoffMs: 0, maxAttempts: 100, schema: z.object({ steps: z.number().int() }),
       handler: async ({ steps }, ctx) => {
@@ -71,9 +72,11 @@ describe("durable steps, property", () => {
           runs = [];
           completed = new Set();
           violations = [];
-          const { id } = await enqueue(t, type, { steps });
+          // A queue per case: a failing case leaves nothing for the next to claim.
+          const queue = `prop-${++cases}`;
+          const { id } = await enqueue(t, type, { steps }, { queue });
           for (let attempt = 0; attempt < 50; attempt++) {
-            const [claimed] = await claimJobs(t, { queue: "prop", runnerId: "prop", limit: 1, maxLeaseMs: 60_000 });
+            const [claimed] = await claimJobs(t, { queue, runnerId: "prop", limit: 1, maxLeaseMs: 60_000 });
             if (!claimed) break;
             await settleJobs(t, { started: [claimed] });
             let died = false;
