@@ -13,11 +13,12 @@ import { checkJobType } from "./validate.ts";
  * A job's status. The whole lifecycle, and who moves a job in and out:
  * - `queued`: waiting; claimable once `run_at` has come. In by enqueue, by a
  *   retry after a failed attempt (later `run_at`), by the rescuer after an
- *   expired lease, by a manual retry of a dead job. Out by a runner's claim,
+ *   expired lease, by a manual retry of a dead job, by a handler's sleep
+ *   (`ctx.sleep`, its wake time as run_at). Out by a runner's claim,
  *   or by cancel.
  * - `running`: held by one runner under a lease (token + expiry). Out by that
- *   runner (succeeded; failed or timed out -> queued or dead; released ->
- *   queued) or by the rescuer once the lease has expired.
+ *   runner (succeeded; failed or timed out -> queued or dead; released or
+ *   slept -> queued) or by the rescuer once the lease has expired.
  * - `succeeded`, `dead`, `cancelled`: terminal. `dead` means every attempt
  *   was used; the attempt rows say why each one ended. A manual retry moves a
  *   dead job back to `queued` with fresh attempts.
