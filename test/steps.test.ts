@@ -118,6 +118,29 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
     );
   });
 
+  it("a long job yields between steps when its lease runs short, uncharged, and goes on under a fresh lease", async () => {
+    const ran: number[] = [];
+    const long = defineJob({
+      name: "long", queue: "steps", leaseMs: 1_200, maxAttempts: 1, schema: z.object({}),
+      handler: async (_p, ctx) => {
+        let total = 0;
+        for (let i = 0; i < 6; i++) total += await ctx.step(`page ${i}`, async () => (ran.push(i), await sleep(250), i));
+        return total;
+      },
+    });
+    const { id } = await enqueue(t, long, {});
+    const summary = await worker([long]);
+    const job = await getJob(t, id);
+    // Six pages of 250 ms do not fit one lease of 1.2 s (0.9 s before its signal): the job yielded, and one attempt was enough.
+    expect(job).toMatchObject({ status: "succeeded", result: 15, attempts: 1 });
+    expect(ran).toEqual([0, 1, 2, 3, 4, 5]);
+    const outcomes = job!.attemptHistory.map((a) => a.outcome);
+    expect(outcomes.filter((o) => o === "slept").length).toBeGreaterThanOrEqual(1);
+    expect(outcomes.at(-1)).toBe("succeeded");
+    expect(outcomes.filter((o) => o !== "slept")).toEqual(["succeeded"]);
+    expect(summary.slept).toBe(outcomes.length - 1);
+  });
+
   it("a job sleeping an hour holds no runner, its attempt given back, and the wake-up plan arms for its time; with the clock an hour on it resumes", async () => {
     const ran: string[] = [];
     const survey = defineJob({

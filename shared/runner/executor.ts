@@ -92,7 +92,8 @@ export function executeJob({ job, type, deadline, clock, context, maxResultBytes
   let finish: (outcome: Outcome) => void = () => {};
   const stepRun = () => {
     if (!store) throw new Error("ctx.step and ctx.sleep need the runner's store");
-    return (steps ??= new StepRun(store, job, clock, (runAt) => finish({ outcome: "slept", runAt }), maxResultBytes));
+    const abortAt = deadline - settleMarginMs(job.leaseMs);
+    return (steps ??= new StepRun(store, job, clock, (runAt) => finish({ outcome: "slept", runAt }), maxResultBytes, abortAt));
   };
   const ctx: JobContext = {
     runnerId: context.runnerId, enqueue: context.enqueue,

@@ -58,6 +58,8 @@ export class StepRun {
   private seq = 0;
   private sleeps = 0;
   private readonly names = new Set<string>();
+  /** The longest step this attempt ran, in ms: the measure of whether the next one fits. */
+  private longestMs = 0;
   readonly log: StepLogEntry[] = [];
   /** The step whose function threw, or was running when the attempt ended. */
   inFlight: string | null = null;
@@ -72,6 +74,8 @@ export class StepRun {
     /** Told when the handler sleeps: the job goes back to the queue until then. */
     private readonly onSleep: (until: Date) => void,
     private readonly maxBytes = DEFAULT_MAX_PAYLOAD_BYTES,
+    /** Local time the handler's signal fires (its lease deadline less the settle margin); no yield when absent. */
+    private readonly abortAt = Number.POSITIVE_INFINITY,
   ) {}
 
   /** The step log as JSON for the attempt row, or null when no step was reached. */
@@ -95,6 +99,16 @@ export class StepRun {
       }
       this.log.push({ name, replayed: true, ms: 0 });
       return record.result as T;
+    }
+    // Yield: after at least one step of its own, an attempt whose time left
+    // would not fit two more of its longest step ends here, uncharged, and
+    // the job goes back to the queue at once to continue under a fresh
+    // lease. The step is named again by the next attempt.
+    if (this.longestMs > 0 && this.abortAt - this.clock.now() < 2 * this.longestMs) {
+      this.names.delete(name);
+      this.seq--;
+      this.onSleep(new Date(this.clock.now()));
+      return new Promise<T>(() => {});
     }
     return this.run(seq, name, fn);
   }
@@ -133,6 +147,7 @@ export class StepRun {
       throw new LeaseLostError(`step "${name}" of job ${this.job.id} ran but its result was not recorded: the lease was lost`);
     }
     this.inFlight = null;
+    this.longestMs = Math.max(this.longestMs, performance.now() - startedAt);
     this.log.push({ name, replayed: false, ms: Math.round(ms * 10) / 10 });
     return value;
   }
