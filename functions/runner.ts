@@ -93,7 +93,7 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
         log: workerLog,
         reportDeaths,
         onSettled: (e) => {
-          if (!e.accepted || e.outcome === "released") return;
+          if (!e.accepted || e.outcome === "released" || e.outcome === "slept") return;
           const c = counts.get(e.queue) ?? { succeeded: 0, failed: 0, timeout: 0 };
           c[e.outcome]++;
           counts.set(e.queue, c);
@@ -103,7 +103,7 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
         },
       });
       stale = summary.stale;
-      // A retry or a released job it leaves behind comes due with no runner
+      // A retry, a released or a sleeping job it leaves behind comes due with no runner
       // left: wake the scheduler to watch it (an exit that leaves nothing wakes
       // nothing). Sent after the runner left the fleet, so it is not counted.
       if (summary.leftQueued > 0) waker.wake();

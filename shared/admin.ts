@@ -1,5 +1,6 @@
 import { sql, type Store } from "./db.ts";
 import type { AttemptOutcome, JobStatus } from "./job.ts";
+import type { StepLogEntry } from "./runner/steps.ts";
 
 /** Operator actions and views: cancel, retry, get, list. */
 
@@ -38,6 +39,25 @@ export interface AttemptRecord {
   endedAt: Date;
   outcome: AttemptOutcome;
   error: string | null;
+  /**
+   * The steps this attempt reached, in order: replayed from the record or
+   * run, and how long each took. Null when it used none. For an attempt whose
+   * runner died, the steps it ran and recorded (what it replayed is not known).
+   */
+  steps: StepLogEntry[] | null;
+}
+
+/** A completed step as recorded: which attempt ran it, how long it took, its result. */
+export interface StepRecord {
+  generation: number;
+  /** 1 for the first step the handler reaches. */
+  position: number;
+  name: string;
+  /** The attempt that ran it. */
+  attempt: number;
+  durationMs: number;
+  recordedAt: Date;
+  result: unknown;
 }
 
 const JOB_COLUMNS = `id::text, queue, name, payload, status::text, priority, run_at, attempts, max_attempts, generation,
@@ -60,9 +80,13 @@ function toJob(r: JobRow): JobRecord {
 }
 
 const CANCEL_JOB = `
-update leasehold.jobs set status = 'cancelled', finished_at = now()
-where id = $1::bigint and status = 'queued'
-returning ${JOB_COLUMNS}`;
+with cancelled as (
+  update leasehold.jobs set status = 'cancelled', finished_at = now()
+  where id = $1::bigint and status = 'queued'
+  returning ${JOB_COLUMNS}, awaited
+)
+select c.* from cancelled c
+left join lateral (select pg_notify('leasehold_job_ended', 'leasehold.' || c.id) where c.awaited) n on true`;
 
 /** Cancels a queued job. Returns it, or null if it is not queued (or does not exist). */
 export async function cancelJob(store: Store, id: string): Promise<JobRecord | null> {
@@ -89,24 +113,51 @@ export async function retryJob(store: Store, id: string): Promise<JobRecord | nu
   return rows[0] ? toJob(rows[0]) : null;
 }
 
-const GET_JOB = `select ${JOB_COLUMNS} from leasehold.jobs where id = $1::bigint`;
+const GET_JOB = `select ${JOB_COLUMNS}, result from leasehold.jobs where id = $1::bigint`;
 const GET_ATTEMPTS = `
-select attempt as run, generation, runner_id, claimed_at, ended_at, outcome::text, error
+select attempt as run, generation, runner_id, claimed_at, ended_at, outcome::text, error, steps
 from leasehold.job_attempts where job_id = $1::bigint order by attempt`;
+const GET_STEPS = `
+select generation, seq, name, attempt, duration_ms, recorded_at, result
+from leasehold.job_steps where job_id = $1::bigint order by generation, seq`;
 
-/** A job with every attempt it has made, or null. */
-export async function getJob(store: Store, id: string): Promise<(JobRecord & { attemptHistory: AttemptRecord[] }) | null> {
-  const [{ rows }, { rows: attempts }] = await Promise.all([
-    store.db.query<JobRow>(sql(store.schema, GET_JOB), [id]),
+type StepRow = { generation: number; seq: number; name: string; attempt: number; duration_ms: number; recorded_at: Date; result: unknown };
+
+/** A job as `getJob` shows it: its result once it succeeded, and every attempt it has made. */
+export interface JobDetail extends JobRecord {
+  /** The handler's return value (JSON), kept with the succeeded job; null before, or when it returned nothing. */
+  result: unknown;
+  attemptHistory: AttemptRecord[];
+  /** The completed steps of every generation, in order. */
+  steps: StepRecord[];
+}
+
+/** A job with its result, every attempt it has made and every step it recorded, or null. */
+export async function getJob(store: Store, id: string): Promise<JobDetail | null> {
+  const [{ rows }, { rows: attempts }, { rows: steps }] = await Promise.all([
+    store.db.query<JobRow & { result: unknown }>(sql(store.schema, GET_JOB), [id]),
     store.db.query<{
-      run: number; generation: number; runner_id: string | null; claimed_at: Date; ended_at: Date; outcome: AttemptOutcome; error: string | null;
+      run: number; generation: number; runner_id: string | null; claimed_at: Date; ended_at: Date; outcome: AttemptOutcome;
+      error: string | null; steps: StepLogEntry[] | null;
     }>(sql(store.schema, GET_ATTEMPTS), [id]),
+    store.db.query<StepRow>(sql(store.schema, GET_STEPS), [id]),
   ]);
   if (!rows[0]) return null;
+  // An attempt that left no step log (its runner died): the steps it recorded.
+  const ranIn = (attempt: number): StepLogEntry[] | null => {
+    const ran = steps.filter((s) => s.attempt === attempt).map((s) => ({ name: s.name, replayed: false, ms: s.duration_ms }));
+    return ran.length > 0 ? ran : null;
+  };
   return {
     ...toJob(rows[0]),
+    result: rows[0].result ?? null,
     attemptHistory: attempts.map((a) => ({
       run: a.run, generation: a.generation, runnerId: a.runner_id, claimedAt: a.claimed_at, endedAt: a.ended_at, outcome: a.outcome, error: a.error,
+      steps: a.steps ?? (a.outcome === "lease_expired" ? ranIn(a.run) : null),
+    })),
+    steps: steps.map((s) => ({
+      generation: s.generation, position: s.seq + 1, name: s.name, attempt: s.attempt, durationMs: s.duration_ms, recordedAt: s.recorded_at,
+      result: s.result,
     })),
   };
 }

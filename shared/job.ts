@@ -13,11 +13,12 @@ import { checkDefinitionKeys, checkJobType } from "./validate.ts";
  * A job's status. The whole lifecycle, and who moves a job in and out:
  * - `queued`: waiting; claimable once `run_at` has come. In by enqueue, by a
  *   retry after a failed attempt (later `run_at`), by the rescuer after an
- *   expired lease, by a manual retry of a dead job. Out by a runner's claim,
+ *   expired lease, by a manual retry of a dead job, by a handler's sleep
+ *   (`ctx.sleep`, its wake time as run_at). Out by a runner's claim,
  *   or by cancel.
  * - `running`: held by one runner under a lease (token + expiry). Out by that
- *   runner (succeeded; failed or timed out -> queued or dead; released ->
- *   queued) or by the rescuer once the lease has expired.
+ *   runner (succeeded; failed or timed out -> queued or dead; released or
+ *   slept -> queued) or by the rescuer once the lease has expired.
  * - `succeeded`, `dead`, `cancelled`: terminal. `dead` means every attempt
  *   was used; the attempt rows say why each one ended. A manual retry moves a
  *   dead job back to `queued` with fresh attempts.
@@ -25,7 +26,8 @@ import { checkDefinitionKeys, checkJobType } from "./validate.ts";
 export type JobStatus = "queued" | "running" | "succeeded" | "dead" | "cancelled";
 
 /** How one attempt ended; one `job_attempts` row per attempt. */
-export type AttemptOutcome = "succeeded" | "failed" | "timeout" | "lease_expired" | "released";
+/** `slept`: the handler called `ctx.sleep`; the attempt was given back and the job waits for its time. */
+export type AttemptOutcome = "succeeded" | "failed" | "timeout" | "lease_expired" | "released" | "slept";
 
 /** What a handler gets beside its payload. */
 export interface JobContext {
@@ -53,6 +55,23 @@ export interface JobContext {
   runnerId: string;
   /** Enqueues a follow-up job; a runner serving its queue picks it up at once. */
   enqueue: <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, options?: EnqueueOptions) => Promise<EnqueuedJob>;
+  /**
+   * A durable step: runs `fn` and records its JSON result, fenced by the
+   * lease, before resolving. A later attempt of this job (a retry, a rescue,
+   * a wake after a sleep) replays a recorded step's result instead of
+   * running it again; only a step whose runner died before its record was
+   * written runs again. Names are unique per run, in the same order every run.
+   */
+  step: <T>(name: string, fn: () => Promise<T> | T) => Promise<T>;
+  /**
+   * Ends this attempt without charging it and puts the job back in the queue
+   * for `ms` from now; no runner is held while it sleeps. The handler runs
+   * again from the top then, replaying its recorded steps (the sleep is one).
+   * Await it alone: nothing after it runs in this attempt.
+   */
+  sleep: (ms: number) => Promise<void>;
+  /** As `sleep`, until `at`. */
+  sleepUntil: (at: Date) => Promise<void>;
 }
 
 export interface JobDefaults {

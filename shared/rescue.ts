@@ -85,7 +85,7 @@ with s as (
   -- Guard: still running under the lease we read, and still expired. A job
   -- settled or re-claimed since the read has another token and is left alone.
   where j.id = s.id and j.lease_token = s.token and j.status = 'running' and j.lease_expires_at <= now()
-  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.last_error, s.action
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.last_error, j.awaited, s.action
 ), recorded as (
   insert into leasehold.job_attempts (job_id, attempt, generation, runner_id, claimed_at, ended_at, outcome, error)
   select id, runs, generation, runner_id, started_at, now(),
@@ -96,7 +96,9 @@ with s as (
   -- as supply for the scheduler.
   delete from leasehold.runners where request_id in (select runner_id from done)
 )
-select id::text, action from done`;
+select d.id::text, d.action from done d
+-- A death someone awaits (waitForJob) is told on its channel.
+left join lateral (select pg_notify('leasehold_job_ended', 'leasehold.' || d.id::text) where d.awaited and d.action = 'dead') n on true`;
 
 export interface RescueOptions {
   /** Expired leases read and written per round trip. */

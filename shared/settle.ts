@@ -16,6 +16,19 @@ export interface Lease {
   leaseToken: string;
 }
 
+/** A success: the handler's return value as JSON (null when it returned nothing), and its attempt's steps. */
+export interface Success extends Lease {
+  result?: string | null;
+  /** The attempt's steps as JSON (`StepLogEntry[]`), or null when it used none. */
+  steps?: string | null;
+}
+
+/** A sleep: the job goes back to `queued` until `runAt`, its attempt given back. */
+export interface Sleep extends Lease {
+  runAt: Date;
+  steps?: string | null;
+}
+
 export interface Failure extends Lease {
   outcome: "failed" | "timeout";
   error: string;
@@ -23,16 +36,19 @@ export interface Failure extends Lease {
   retryDelayMs: number;
   /** End the job `dead` now, whatever attempts it has left. */
   permanent?: boolean;
+  steps?: string | null;
 }
 
 /** One round trip's worth of outcomes, each kind in its own list. */
 export interface SettleBatch {
   /** Handlers that have started: a death now charges their attempt. */
   started?: readonly Lease[];
-  succeeded?: readonly Lease[];
+  succeeded?: readonly Success[];
   failed?: readonly Failure[];
   /** Claimed but never started: back to `queued`, the attempt given back. */
   released?: readonly Lease[];
+  /** Handlers that chose to sleep: back to `queued` until their time, the attempt given back. */
+  slept?: readonly Sleep[];
 }
 
 /** What a settle wrote: the ids it applied, and each failed job's new status. */
@@ -41,7 +57,19 @@ export interface SettleResult {
   succeeded: Set<string>;
   failed: Map<string, "queued" | "dead">;
   released: Set<string>;
+  slept: Set<string>;
 }
+
+/** The channel `waitForJob` listens on; each notification's payload is the schema-qualified job id. */
+export const JOB_ENDED_CHANNEL = "leasehold_job_ended";
+
+/**
+ * Notifies the end of the job `alias` when someone awaits it (and `when`
+ * holds): a lateral join on the part's result, so it runs once per row and
+ * only for the rows that ask. The payload is rewritten with the schema.
+ */
+const notifyEnd = (alias: string, when = "true") =>
+  `left join lateral (select pg_notify('${JOB_ENDED_CHANNEL}', 'leasehold.' || ${alias}.id::text) where ${alias}.awaited and ${when}) n on true`;
 
 const FENCED = `j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()`;
 
@@ -63,7 +91,7 @@ interface Part<L> {
 
 const leaseValues = (list: readonly Lease[]) => [ids(list), tokens(list)];
 
-const PARTS: { started: Part<Lease>; succeeded: Part<Lease>; failed: Part<Failure>; released: Part<Lease> } = {
+const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Part<Failure>; released: Part<Lease>; slept: Part<Sleep> } = {
   started: {
     values: leaseValues,
     cte: (p) => `marked as (
@@ -75,22 +103,22 @@ const PARTS: { started: Part<Lease>; succeeded: Part<Lease>; failed: Part<Failur
     result: `select id::text, 'started'::text as kind, null::text as status from marked`,
   },
   succeeded: {
-    values: leaseValues,
+    values: (list) => [ids(list), tokens(list), list.map((l) => l.result ?? null), stepLogs(list)],
     cte: (p) => `done as (
   update leasehold.jobs j
   set status = 'succeeded', finished_at = now(), lease_expires_at = null, last_error = null,
-      suspect = false, owes_attempt = false, start_first = false
-  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
+      suspect = false, owes_attempt = false, start_first = false, result = s.result::jsonb
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[]) as s(id, token, result, steps)
   where j.id = s.id and ${FENCED}
-  returning j.id, j.runs, j.generation, j.runner_id, j.started_at
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.awaited, s.steps
 )`,
-    record: `select id, runs, generation, runner_id, started_at, now(), 'succeeded'::leasehold.attempt_outcome, null::text from done`,
-    result: `select id::text, 'succeeded'::text as kind, null::text as status from done`,
+    record: `select id, runs, generation, runner_id, started_at, now(), 'succeeded'::leasehold.attempt_outcome, null::text, steps::jsonb from done`,
+    result: `select d.id::text, 'succeeded'::text as kind, null::text as status from done d ${notifyEnd("d")}`,
   },
   failed: {
     values: (list) => [
       ids(list), tokens(list), list.map((f) => f.outcome), list.map((f) => f.error),
-      list.map((f) => f.retryDelayMs), list.map((f) => f.permanent ?? false),
+      list.map((f) => f.retryDelayMs), list.map((f) => f.permanent ?? false), stepLogs(list),
     ],
     cte: (p) => `failed as (
   update leasehold.jobs j
@@ -103,13 +131,13 @@ const PARTS: { started: Part<Lease>; succeeded: Part<Lease>; failed: Part<Failur
                     else now() + s.delay_ms * interval '1 millisecond' end,
       finished_at = case when s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts then now() end,
       lease_expires_at = null, last_error = s.error, suspect = false, owes_attempt = false
-  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[], ${p[5]}::boolean[])
-    as s(id, token, outcome, error, delay_ms, permanent)
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[], ${p[5]}::boolean[], ${p[6]}::text[])
+    as s(id, token, outcome, error, delay_ms, permanent, steps)
   where j.id = s.id and ${FENCED}
-  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.status, s.outcome, s.error
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.status, j.awaited, s.outcome, s.error, s.steps
 )`,
-    record: `select id, runs, generation, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error from failed`,
-    result: `select id::text, 'failed'::text as kind, status::text as status from failed`,
+    record: `select id, runs, generation, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error, steps::jsonb from failed`,
+    result: `select f.id::text, 'failed'::text as kind, f.status::text as status from failed f ${notifyEnd("f", "f.status = 'dead'")}`,
   },
   released: {
     values: leaseValues,
@@ -120,12 +148,25 @@ const PARTS: { started: Part<Lease>; succeeded: Part<Lease>; failed: Part<Failur
   where j.id = s.id and ${FENCED}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at
 )`,
-    record: `select id, runs, generation, runner_id, started_at, now(), 'released'::leasehold.attempt_outcome, null::text from released`,
+    record: `select id, runs, generation, runner_id, started_at, now(), 'released'::leasehold.attempt_outcome, null::text, null::jsonb from released`,
     result: `select id::text, 'released'::text as kind, null::text as status from released`,
+  },
+  slept: {
+    values: (list) => [ids(list), tokens(list), list.map((l) => l.runAt), stepLogs(list)],
+    // Like a release: the attempt is given back; the job waits for its time.
+    cte: (p) => `slept as (
+  update leasehold.jobs j
+  set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null, run_at = s.run_at
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::timestamptz[], ${p[3]}::text[]) as s(id, token, run_at, steps)
+  where j.id = s.id and ${FENCED}
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, s.steps
+)`,
+    record: `select id, runs, generation, runner_id, started_at, now(), 'slept'::leasehold.attempt_outcome, null::text, steps::jsonb from slept`,
+    result: `select id::text, 'slept'::text as kind, null::text as status from slept`,
   },
 };
 type Kind = keyof typeof PARTS;
-const KINDS: readonly Kind[] = ["started", "succeeded", "failed", "released"];
+const KINDS: readonly Kind[] = ["started", "succeeded", "failed", "released", "slept"];
 
 /** The statement for these kinds, `values` being each kind's bound columns in order (their counts number the parameters). */
 const statements = new Map<string, string>();
@@ -138,7 +179,7 @@ function settleStatement(kinds: readonly Kind[], values: readonly unknown[][]): 
     const records = kinds.flatMap((k) => PARTS[k].record ?? []);
     if (records.length > 0) {
       ctes.push(`recorded as (
-  insert into leasehold.job_attempts (job_id, attempt, generation, runner_id, claimed_at, ended_at, outcome, error)
+  insert into leasehold.job_attempts (job_id, attempt, generation, runner_id, claimed_at, ended_at, outcome, error, steps)
   ${records.join("\n  union all\n  ")}
 )`);
     }
@@ -157,11 +198,12 @@ function settleStatement(kinds: readonly Kind[], values: readonly unknown[][]): 
 export async function settleJobs(store: Store, batch: SettleBatch): Promise<SettleResult> {
   const lists = {
     started: batch.started ?? [], succeeded: batch.succeeded ?? [], failed: batch.failed ?? [], released: batch.released ?? [],
+    slept: batch.slept ?? [],
   };
-  const result: SettleResult = { started: new Set(), succeeded: new Set(), failed: new Map(), released: new Set() };
+  const result: SettleResult = { started: new Set(), succeeded: new Set(), failed: new Map(), released: new Set(), slept: new Set() };
   const kinds = KINDS.filter((k) => lists[k].length > 0);
   if (kinds.length === 0) return result;
-  const values = kinds.map((k) => (PARTS[k] as Part<Lease | Failure>).values(lists[k]));
+  const values = kinds.map((k) => (PARTS[k] as Part<Lease>).values(lists[k]));
   const { rows } = await store.db.query<{ id: string; kind: keyof SettleResult; status: "queued" | "dead" | null }>(
     sql(store.schema, settleStatement(kinds, values)), values.flat(),
   );
@@ -174,6 +216,7 @@ export async function settleJobs(store: Store, batch: SettleBatch): Promise<Sett
 
 const ids = (leases: readonly Lease[]) => leases.map((l) => l.id);
 const tokens = (leases: readonly Lease[]) => leases.map((l) => l.leaseToken);
+const stepLogs = (list: readonly { steps?: string | null }[]) => list.map((l) => l.steps ?? null);
 
 const SETTLED_EARLIER = `
 select j.id::text, j.status::text from leasehold.jobs j
@@ -193,8 +236,8 @@ export async function settledEarlier(store: Store, leases: readonly Lease[]): Pr
   return new Map(rows.map((r) => [r.id, r.status]));
 }
 
-/** Marks jobs succeeded and records their attempts. Returns the ids it completed. */
-export async function completeJobs(store: Store, leases: readonly Lease[]): Promise<Set<string>> {
+/** Marks jobs succeeded and records their attempts (and results). Returns the ids it completed. */
+export async function completeJobs(store: Store, leases: readonly Success[]): Promise<Set<string>> {
   return (await settleJobs(store, { succeeded: leases })).succeeded;
 }
 

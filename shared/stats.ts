@@ -104,11 +104,13 @@ with old as (
   returning j.id
 ), attempts as (
   delete from leasehold.job_attempts a using old where a.job_id = old.id
+), steps as (
+  delete from leasehold.job_steps s using old where s.job_id = old.id
 )
 select count(*)::integer as deleted from old`;
 
 /**
- * Deletes finished jobs (and their attempts) older than `retentionMs`, a
+ * Deletes finished jobs (and their attempts, steps and results) older than `retentionMs`, a
  * batch at a time. Returns how many it deleted.
  */
 export async function pruneJobs(

@@ -40,7 +40,9 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const linger = options.linger instanceof Linger ? options.linger : new Linger(clock, { minMs: pollMs, maxMs: idleMs });
   const lingerMs = () => (options.linger === undefined || options.linger === "fixed" ? idleMs : linger.ms());
   const log = options.log ?? silent;
-  const summary: WorkerSummary = { claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, stale: 0, leftQueued: 0, exit: "idle" };
+  const summary: WorkerSummary = {
+    claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, slept: 0, stale: 0, leftQueued: 0, exit: "idle",
+  };
   // Jobs whose last outcome here put them back in the queue (a retry, a release).
   const leftQueued = new Set<string>();
 
@@ -79,9 +81,10 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     } else if (outcome === "succeeded") summary.succeeded++;
     else if (outcome === "failed") summary.failed++;
     else if (outcome === "timeout") summary.timedOut++;
+    else if (outcome === "slept") summary.slept++;
     else summary.released++;
-    if (accepted && outcome !== "succeeded" && outcome !== "released") log.info(`job ${outcome}`, { ...fields(), status });
-    if (accepted && (outcome === "released" || status === "queued")) leftQueued.add(id);
+    if (accepted && outcome !== "succeeded" && outcome !== "released" && outcome !== "slept") log.info(`job ${outcome}`, { ...fields(), status });
+    if (accepted && (outcome === "released" || outcome === "slept" || status === "queued")) leftQueued.add(id);
     else if (accepted) leftQueued.delete(id);
     if (accepted && status === "dead") options.onDead?.([id]);
     options.onSettled?.({
@@ -147,13 +150,16 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       completer.markStarted(lease);
     }
     const startedAt = performance.now();
-    const result = await executeJob({ job, type: type!, deadline, clock, context: { runnerId, enqueue: follow } });
+    const result = await executeJob({
+      job, type: type!, deadline, clock, context: { runnerId, enqueue: follow }, maxResultBytes: options.limits?.maxPayloadBytes, store,
+    });
     gauge.jobTook(performance.now() - startedAt);
     const info = held.get(job.id);
     if (info) info.outcome = result.outcome;
-    if (result.outcome === "succeeded") return completer.succeed(lease);
+    if (result.outcome === "succeeded") return completer.succeed({ ...lease, result: result.result, steps: result.steps });
+    if (result.outcome === "slept") return completer.sleep({ ...lease, runAt: result.runAt, steps: result.steps });
     completer.fail({
-      ...lease, outcome: result.outcome, error: result.error, permanent: result.permanent,
+      ...lease, outcome: result.outcome, error: result.error, permanent: result.permanent, steps: result.steps,
       retryDelayMs: retryDelayMs(job.attempts, job.backoffMs),
     });
   }

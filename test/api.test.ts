@@ -96,7 +96,7 @@ describe.each(drivers)("HTTP API, happy paths (%s driver)", (driver) => {
     expect(shown.status).toBe(200);
     expect(shown.body).toMatchObject({ id: job.id, status: "dead", attempts: 1, lastError: "smtp down" });
     expect(shown.body.attemptHistory).toEqual([
-      { run: 1, generation: 1, runnerId: "runner-1", claimedAt: expect.any(String), endedAt: expect.any(String), outcome: "failed", error: "smtp down" },
+      { run: 1, generation: 1, runnerId: "runner-1", claimedAt: expect.any(String), endedAt: expect.any(String), outcome: "failed", error: "smtp down", steps: null },
     ]);
     const dead = await call("GET", "/v1/jobs?status=dead&queue=ops");
     expect(dead.body.jobs.map((j: { id: string }) => j.id)).toEqual([job.id]);

@@ -69,7 +69,7 @@ describe("the executor", () => {
     const clock = new ManualClock();
     const run = (handler: () => unknown) =>
       executeJob({ job: claimed(1_000), type: defineJob({ name: "t", schema: z.object({}), handler }), deadline: clock.now() + 1_000, clock, context });
-    expect(await run(() => "ok")).toEqual({ outcome: "succeeded" });
+    expect(await run(() => "ok")).toEqual({ outcome: "succeeded", result: "\"ok\"" });
     expect(await run(() => { throw new Error("boom"); })).toMatchObject({ outcome: "failed", permanent: false, error: expect.stringMatching(/^Error: boom\n\s+at /) });
     expect(await run(() => { throw new PermanentError("card declined"); })).toMatchObject({ outcome: "failed", permanent: true, error: expect.stringContaining("card declined") });
     expect(clock.pending()).toBe(0); // no abort timer left behind

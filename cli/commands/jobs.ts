@@ -71,7 +71,9 @@ export const jobCommand: Command = {
   summary: "Show one job with its attempt history",
   help: `leasehold job <id>
 
-Shows a job's fields, its payload, and one line per attempt it has made:
+Shows a job's fields, its payload, its result once it has succeeded (the
+handler's return value), one line per attempt it has made (with the steps
+it replayed or ran), and its recorded steps (ctx.step):
 how it ended, on which runner, and its error. Exit code 3 if there is no
 such job.`,
   options: {},
@@ -99,6 +101,7 @@ such job.`,
         ["dedupe key", orDash(job.dedupeKey)],
         ["last error", orDash(job.lastError?.split("\n")[0])],
         ["payload", JSON.stringify(job.payload)],
+        ["result", job.status === "succeeded" ? JSON.stringify(job.result) : "-"],
       ]);
       const attempts = job.attemptHistory.length
         ? table(job.attemptHistory, [
@@ -108,10 +111,21 @@ such job.`,
             { header: "RUNNER", value: (a) => orDash(a.runnerId), maxWidth: 40 },
             { header: "CLAIMED AT", value: (a) => when(a.claimedAt) },
             { header: "ENDED AT", value: (a) => when(a.endedAt) },
+            { header: "STEPS", value: (a) => stepLog(a.steps), maxWidth: 60 },
             { header: "ERROR", value: (a) => (a.error ?? "").split("\n")[0]!, maxWidth: 60 },
           ])
         : "no attempts yet";
-      return [details, attempts, ...wholeErrors(job.attemptHistory)].join("\n\n");
+      const steps = job.steps.length
+        ? table(job.steps, [
+            { header: "STEP", value: (s) => String(s.position), align: "right" },
+            { header: "GEN", value: (s) => String(s.generation), align: "right" },
+            { header: "NAME", value: (s) => s.name, maxWidth: 40 },
+            { header: "RAN IN", value: (s) => String(s.attempt), align: "right" },
+            { header: "TOOK", value: (s) => `${Math.round(s.durationMs)}ms`, align: "right" },
+            { header: "RESULT", value: (s) => JSON.stringify(s.result) ?? "-", maxWidth: 60 },
+          ])
+        : null;
+      return [details, attempts, ...(steps ? [steps] : []), ...wholeErrors(job.attemptHistory)].join("\n\n");
     });
   },
 };
@@ -121,4 +135,10 @@ function wholeErrors(history: readonly AttemptRecord[]): string[] {
   return history
     .filter((a) => a.error)
     .map((a) => `run ${a.run} ${a.outcome}:\n${a.error!.split("\n").map((line) => `  ${line}`).join("\n")}`);
+}
+
+/** An attempt's steps in one cell: each name, `(replayed)` or its time. */
+function stepLog(steps: { name: string; replayed: boolean; ms: number }[] | null): string {
+  if (!steps) return "";
+  return steps.map((s) => `${s.name} ${s.replayed ? "(replayed)" : `${Math.round(s.ms)}ms`}`).join(", ");
 }

@@ -1,6 +1,6 @@
 /** The `/v1/jobs` handlers: enqueue (one or a batch), get, list, retry, cancel. */
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { cancelJob, getJob, listJobs, retryJob, type JobRecord } from "../../shared/admin.ts";
+import { cancelJob, getJob, listJobs, retryJob, type JobDetail, type JobRecord } from "../../shared/admin.ts";
 import type { Store } from "../../shared/db.ts";
 import { enqueueJobs, type EnqueueLimits, type JobSpec } from "../../shared/enqueue.ts";
 import { ValidationError } from "../../shared/errors.ts";
@@ -8,7 +8,7 @@ import type { EnqueueOptions, JobStatus, Registry } from "../../shared/job.ts";
 import type { Waker } from "../../shared/wake.ts";
 import { ApiError, refusedPayload, unknownJobType } from "./errors.ts";
 import { batchRoute, cancelRoute, enqueueRoute, getJobRoute, listJobsRoute, retryRoute } from "./routes.ts";
-import { toAttemptJson, toJobJson, type EnqueueRequest } from "./schemas.ts";
+import { toAttemptJson, toJobJson, toStepJson, type EnqueueRequest } from "./schemas.ts";
 
 export type ApiEnv = { Variables: { store: Store; requestId: string } };
 
@@ -48,7 +48,7 @@ async function refusal(store: Store, id: string, needed: JobStatus, action: stri
   return new ApiError(409, "conflict", `job ${id} is ${status}; only a ${needed} job can be ${action}`, { status });
 }
 
-const withoutAttempts = ({ attemptHistory: _, ...job }: JobRecord & { attemptHistory: unknown }): JobRecord => job;
+const withoutAttempts = ({ attemptHistory: _, result: __, steps: ___, ...job }: JobDetail): JobRecord => job;
 
 /** `limits`: the deployment's serving rules and payload size limit, which every enqueue is held to. */
 export function registerJobRoutes(app: OpenAPIHono<ApiEnv>, registry: Registry, waker: Waker | undefined, limits: EnqueueLimits) {
@@ -68,8 +68,8 @@ export function registerJobRoutes(app: OpenAPIHono<ApiEnv>, registry: Registry, 
   });
 
   app.openapi(getJobRoute, async (c) => {
-    const { attemptHistory, ...job } = await mustGet(c.var.store, c.req.valid("param").id);
-    return c.json({ ...toJobJson(job), attemptHistory: attemptHistory.map(toAttemptJson) }, 200);
+    const { attemptHistory, result, steps, ...job } = await mustGet(c.var.store, c.req.valid("param").id);
+    return c.json({ ...toJobJson(job), result, attemptHistory: attemptHistory.map(toAttemptJson), steps: steps.map(toStepJson) }, 200);
   });
 
   app.openapi(listJobsRoute, async (c) => {

@@ -4,12 +4,12 @@
  * validates them against the named job type's own schema.
  */
 import { z } from "@hono/zod-openapi";
-import type { AttemptRecord, JobRecord } from "../../shared/admin.ts";
+import type { AttemptRecord, JobRecord, StepRecord } from "../../shared/admin.ts";
 import type { AttemptOutcome, JobStatus } from "../../shared/job.ts";
 import { enqueueOptionFields, MAX_DELAY_MS, storableText } from "../../shared/validate.ts";
 
 export const JOB_STATUSES = ["queued", "running", "succeeded", "dead", "cancelled"] as const satisfies readonly JobStatus[];
-const OUTCOMES = ["succeeded", "failed", "timeout", "lease_expired", "released"] as const satisfies readonly AttemptOutcome[];
+const OUTCOMES = ["succeeded", "failed", "timeout", "lease_expired", "released", "slept"] as const satisfies readonly AttemptOutcome[];
 // Compile-time checks that the lists above name every status and outcome.
 type Covers<T, L extends readonly unknown[]> = [Exclude<T, L[number]>] extends [never] ? true : false;
 const coversStatuses: Covers<JobStatus, typeof JOB_STATUSES> = true;
@@ -103,10 +103,34 @@ export const attemptSchema = z
     endedAt: isoDate,
     outcome: z.enum(OUTCOMES),
     error: z.string().nullable(),
+    steps: z
+      .array(z.object({ name: z.string(), replayed: z.boolean(), ms: z.number() }))
+      .nullable()
+      .openapi({ description: "The steps this attempt reached: replayed from the record or run, and how long each took. Null when it used none." }),
   })
   .openapi("Attempt");
 
-export const jobDetailSchema = jobSchema.extend({ attemptHistory: z.array(attemptSchema) }).openapi("JobWithAttempts");
+export const stepSchema = z
+  .object({
+    generation: z.number().int(),
+    position: z.number().int().openapi({ description: "1 for the first step the handler reaches." }),
+    name: z.string(),
+    attempt: z.number().int().openapi({ description: "The attempt that ran it." }),
+    durationMs: z.number(),
+    recordedAt: isoDate,
+    result: z.unknown(),
+  })
+  .openapi("Step");
+
+export const jobDetailSchema = jobSchema
+  .extend({
+    result: z.unknown().openapi({
+      description: "The handler's return value (JSON), kept with the succeeded job; null before it succeeds, or when the handler returned nothing.",
+    }),
+    attemptHistory: z.array(attemptSchema),
+    steps: z.array(stepSchema).openapi({ description: "The completed steps of every generation, in order (`ctx.step`)." }),
+  })
+  .openapi("JobWithAttempts");
 
 export const batchResponseSchema = z
   .object({ jobs: z.array(z.object({ id: z.string(), existing: z.boolean() })) })
@@ -202,4 +226,8 @@ export function toJobJson(job: JobRecord): JobJson {
 
 export function toAttemptJson(a: AttemptRecord): z.output<typeof attemptSchema> {
   return { ...a, claimedAt: a.claimedAt.toISOString(), endedAt: a.endedAt.toISOString() };
+}
+
+export function toStepJson(s: StepRecord): z.output<typeof stepSchema> {
+  return { ...s, recordedAt: s.recordedAt.toISOString() };
 }

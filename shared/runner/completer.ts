@@ -1,12 +1,12 @@
 import type { Store } from "../db.ts";
-import { settledEarlier, settleJobs, type Failure, type Lease } from "../settle.ts";
+import { settledEarlier, settleJobs, type Failure, type Lease, type Sleep, type Success } from "../settle.ts";
 import { nextTurn, type Clock } from "./clock.ts";
 import { backoffMs, isTransient } from "./transient.ts";
 
 /** An outcome to write, with the local time its lease runs out. */
 export type Held<T extends Lease = Lease> = T & { deadline: number };
 
-export type SettleKind = "succeeded" | "failed" | "released";
+export type SettleKind = "succeeded" | "failed" | "released" | "slept";
 
 /** Told once per outcome, when it is written, refused by fencing, or abandoned. */
 export interface SettleReport {
@@ -42,9 +42,10 @@ export interface CompleterOptions {
  */
 export class Completer {
   private started: Held[] = [];
-  private succeeded: Held[] = [];
+  private succeeded: Held<Success>[] = [];
   private failed: Held<Failure>[] = [];
   private released: Held[] = [];
+  private slept: Held<Sleep>[] = [];
   private readonly startWaiters = new Map<string, (marked: boolean) => void>();
   private inflight: Promise<void> | null = null;
   private failures = 0;
@@ -71,7 +72,7 @@ export class Completer {
     });
   }
 
-  succeed(lease: Held): void {
+  succeed(lease: Held<Success>): void {
     this.succeeded.push(lease);
     this.kick();
   }
@@ -86,9 +87,14 @@ export class Completer {
     this.kick();
   }
 
+  sleep(sleep: Held<Sleep>): void {
+    this.slept.push(sleep);
+    this.kick();
+  }
+
   /** Outcomes handed in and not yet written. */
   backlog(): number {
-    return this.succeeded.length + this.failed.length + this.released.length;
+    return this.succeeded.length + this.failed.length + this.released.length + this.slept.length;
   }
 
   /** Whether the last write failed: the database is not answering. */
@@ -123,15 +129,16 @@ export class Completer {
       succeeded: take(this.succeeded),
       failed: take(this.failed),
       released: take(this.released),
+      slept: take(this.slept),
       started: [] as Held[],
     };
-    const ending = new Set([...batch.succeeded, ...batch.failed, ...batch.released].map((l) => l.id));
+    const ending = new Set([...batch.succeeded, ...batch.failed, ...batch.released, ...batch.slept].map((l) => l.id));
     // A job that ends in this batch needs no start mark: its attempt row says it ran.
     for (const l of take(this.started)) {
       if (ending.has(l.id)) this.resolveStart(l.id, true);
       else batch.started.push(l);
     }
-    if (batch.started.length + batch.succeeded.length + batch.failed.length + batch.released.length === 0) return;
+    if (batch.started.length + batch.succeeded.length + batch.failed.length + batch.released.length + batch.slept.length === 0) return;
     try {
       if (this.failures > 0) await this.dropSettledEarlier(batch);
       const written = await settleJobs(this.o.store, batch);
@@ -142,6 +149,7 @@ export class Completer {
         this.o.onSettled({ lease: f, kind: "failed", accepted: written.failed.has(f.id), status: written.failed.get(f.id) });
       }
       for (const l of batch.released) this.o.onSettled({ lease: l, kind: "released", accepted: written.released.has(l.id) });
+      for (const l of batch.slept) this.o.onSettled({ lease: l, kind: "slept", accepted: written.slept.has(l.id) });
     } catch (err) {
       this.failures++;
       const transient = isTransient(err);
@@ -153,14 +161,17 @@ export class Completer {
       this.succeeded.unshift(...batch.succeeded);
       this.failed.unshift(...batch.failed);
       this.released.unshift(...batch.released);
+      this.slept.unshift(...batch.slept);
       const waitMs = backoffMs(this.failures, 50, 1_000, this.o.random);
       await new Promise<void>((resolve) => this.o.clock.after(waitMs, resolve));
     }
   }
 
   /** After a lost write, outcomes it had already applied are reported, not written again. */
-  private async dropSettledEarlier(batch: { succeeded: Held[]; failed: Held<Failure>[]; released: Held[] }): Promise<void> {
-    const done = await settledEarlier(this.o.store, [...batch.succeeded, ...batch.failed, ...batch.released]);
+  private async dropSettledEarlier(
+    batch: { succeeded: Held<Success>[]; failed: Held<Failure>[]; released: Held[]; slept: Held<Sleep>[] },
+  ): Promise<void> {
+    const done = await settledEarlier(this.o.store, [...batch.succeeded, ...batch.failed, ...batch.released, ...batch.slept]);
     if (done.size === 0) return;
     const keep = <T extends Held>(list: T[], kind: SettleKind) =>
       list.filter((l) => {
@@ -172,6 +183,7 @@ export class Completer {
     batch.succeeded = keep(batch.succeeded, "succeeded");
     batch.failed = keep(batch.failed, "failed");
     batch.released = keep(batch.released, "released");
+    batch.slept = keep(batch.slept, "slept");
   }
 
   private abandonExpired(): void {
@@ -185,6 +197,7 @@ export class Completer {
     this.succeeded = live(this.succeeded, "succeeded");
     this.failed = live(this.failed, "failed");
     this.released = live(this.released, "released");
+    this.slept = live(this.slept, "slept");
     this.started = this.started.filter((l) => {
       if (l.deadline > now) return true;
       this.resolveStart(l.id, false);

@@ -70,7 +70,7 @@ export interface WorkerOptions {
   clock?: Clock;
 }
 
-export type SettleOutcome = "succeeded" | "failed" | "timeout" | "released";
+export type SettleOutcome = "succeeded" | "failed" | "timeout" | "released" | "slept";
 
 export interface SettledEvent {
   jobId: string;
@@ -94,11 +94,13 @@ export interface WorkerSummary {
   failed: number;
   timedOut: number;
   released: number;
+  /** Handlers that slept (`ctx.sleep`): back in the queue until their time, the attempt given back. */
+  slept: number;
   /** Settles refused by fencing (the lease had been lost) or abandoned when it ran out. */
   stale: number;
   /**
    * Jobs this runner put back in the queue (a retry after its backoff, a
-   * release) and did not run again itself: work that only a wake-up starts
+   * release, a sleep) and did not run again itself: work that only a wake-up starts
    * once this runner is gone.
    */
   leftQueued: number;

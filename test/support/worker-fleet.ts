@@ -40,6 +40,8 @@ export interface FleetOptions {
   restartDelayMs?: number;
   /** Spawns at most this many processes in all (a crash loop stops here). */
   maxSpawns?: number;
+  /** The worker script; default test/fixtures/fault-worker.ts. */
+  script?: string;
 }
 
 export interface Fleet {
@@ -67,7 +69,7 @@ export function startFleet(options: FleetOptions): Fleet {
   const spawnOne = () => {
     if (stopping || spawned >= maxSpawns) return;
     const oracle = join(options.dir, `worker-${spawned++}.jsonl`);
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
+    const child = spawn(process.execPath, ["--import", "tsx", options.script ?? WORKER], {
       cwd: ROOT,
       stdio: ["ignore", "ignore", "pipe"],
       env: {

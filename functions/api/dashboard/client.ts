@@ -369,15 +369,19 @@ export const DASHBOARD_JS = String.raw`"use strict";
         field("Last error", job.lastError ? errorText(job.lastError) : null)),
       h("h3", {}, "Payload"),
       h("pre", { class: "payload" }, JSON.stringify(job.payload, null, 2)),
+      job.status === "succeeded" ? h("h3", {}, "Result") : null,
+      job.status === "succeeded" ? h("pre", { class: "payload result" }, JSON.stringify(job.result, null, 2)) : null,
       h("h3", {}, "History"),
       job.attemptHistory.length === 0 ? h("p", { class: "empty" }, "No attempt has ended yet.") :
         h("table", { class: "history" },
           h("thead", {}, h("tr", {}, h("th", { class: "num", title: "run: one more per claim (a handler's ctx.run)" }, "Run"), h("th", { class: "num", title: "generation: 1, plus one per manual retry" }, "Gen"), h("th", {}, "Runner"), h("th", {}, "Claimed"),
-            h("th", { class: "num" }, "Took"), h("th", {}, "Outcome"), h("th", {}, "Error"))),
+            h("th", { class: "num" }, "Took"), h("th", {}, "Outcome"), h("th", {}, "Steps"), h("th", {}, "Error"))),
           h("tbody", {}, job.attemptHistory.map((a) => h("tr", {},
             h("td", { class: "num" }, a.run), h("td", { class: "num" }, a.generation), h("td", {}, h("code", {}, a.runnerId || "—")), h("td", { class: "when" }, time(a.claimedAt)),
             h("td", { class: "num" }, ((new Date(a.endedAt) - new Date(a.claimedAt)) / 1000).toFixed(2) + "s"),
-            h("td", {}, badge(a.outcome)), h("td", {}, errorText(a.error)))))));
+            h("td", {}, badge(a.outcome)),
+            h("td", {}, (a.steps || []).map((st) => st.name + (st.replayed ? " (replayed)" : " " + Math.round(st.ms) + "ms")).join(", ")),
+            h("td", {}, errorText(a.error)))))));
   }
 
   // ---- views -------------------------------------------------------------------------------

@@ -1,0 +1,173 @@
+import type { ClaimedJob } from "../claim.ts";
+import { sql, type Store } from "../db.ts";
+import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson } from "../payload.ts";
+import type { Clock } from "./clock.ts";
+
+/**
+ * Durable steps of one attempt (`ctx.step`, `ctx.sleep`). A step runs its
+ * function and records its JSON result in `job_steps`, fenced by the lease
+ * token, before the handler goes on; a later attempt of the same job and
+ * generation (a retry, a rescue after a death, a wake after a sleep) gets the
+ * recorded result back instead of running it again (invariant 14). Steps are
+ * numbered in the order the handler reaches them, and each number keeps its
+ * name: a name used twice in one run, or a replay that reaches a recorded
+ * number under another name, fails the attempt (the code changed under the
+ * job). A step is at least once: one whose runner died before its record
+ * was written runs again; its recorded result is exactly once.
+ */
+
+/** One step as an attempt reached it: replayed from the record, or run (and how long it took). */
+export interface StepLogEntry {
+  name: string;
+  replayed: boolean;
+  ms: number;
+}
+
+/** The step names of a run disagree with the record, or repeat. */
+export class StepOrderError extends Error {
+  override name = "StepOrderError";
+}
+
+/** A step's result could not be recorded: the lease was lost; the attempt ends and its settle is refused. */
+export class LeaseLostError extends Error {
+  override name = "LeaseLostError";
+}
+
+/** Longest step name, in characters. */
+export const MAX_STEP_NAME = 200;
+
+const LOAD_STEPS = `
+select s.seq, s.name, s.result, s.result is null as nothing from leasehold.job_steps s
+join leasehold.jobs j on j.id = s.job_id and j.generation = s.generation
+where j.id = $1::bigint and j.lease_token = $2::uuid
+order by s.seq`;
+
+// FOR SHARE holds the job row until the record commits: a rescue or settle
+// waits for it, and one that came first leaves no row to read (fenced).
+const RECORD_STEP = `
+insert into leasehold.job_steps (job_id, generation, seq, name, result, attempt, duration_ms)
+select j.id, j.generation, $3::integer, $4::text, $5::jsonb, j.runs, $6::float8
+from leasehold.jobs j
+where j.id = $1::bigint and j.lease_token = $2::uuid and j.status = 'running' and j.lease_expires_at > now()
+for share`;
+
+type Recorded = { name: string; result: unknown };
+
+export class StepRun {
+  private recorded: Promise<Map<number, Recorded>> | null = null;
+  private seq = 0;
+  private sleeps = 0;
+  private readonly names = new Set<string>();
+  /** The longest step this attempt ran, in ms: the measure of whether the next one fits. */
+  private longestMs = 0;
+  readonly log: StepLogEntry[] = [];
+  /** The step whose function threw, or was running when the attempt ended. */
+  inFlight: string | null = null;
+  failedStep: string | null = null;
+  /** A step-order error: the attempt fails whatever the handler does with it. */
+  broken: StepOrderError | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly job: ClaimedJob,
+    private readonly clock: Clock,
+    /** Told when the handler sleeps: the job goes back to the queue until then. */
+    private readonly onSleep: (until: Date) => void,
+    private readonly maxBytes = DEFAULT_MAX_PAYLOAD_BYTES,
+    /** Local time the handler's signal fires (its lease deadline less the settle margin); no yield when absent. */
+    private readonly abortAt = Number.POSITIVE_INFINITY,
+  ) {}
+
+  /** The step log as JSON for the attempt row, or null when no step was reached. */
+  logJson(): string | null {
+    return this.log.length > 0 ? JSON.stringify(this.log) : null;
+  }
+
+  async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+    if (typeof name !== "string" || name.length === 0 || name.length > MAX_STEP_NAME) {
+      throw this.fail(`a step name must be a string of 1 to ${MAX_STEP_NAME} characters, got ${JSON.stringify(name)}`);
+    }
+    if (this.names.has(name)) throw this.fail(`step "${name}" is used twice in one run of job ${this.job.id}: each step needs its own name`);
+    this.names.add(name);
+    const seq = this.seq++;
+    const record = (await this.load()).get(seq);
+    if (record) {
+      if (record.name !== name) {
+        throw this.fail(
+          `step ${seq + 1} of job ${this.job.id} is "${name}" in this run but "${record.name}" was recorded: the code changed under the job`,
+        );
+      }
+      this.log.push({ name, replayed: true, ms: 0 });
+      return record.result as T;
+    }
+    // Yield: after at least one step of its own, an attempt whose time left
+    // would not fit two more of its longest step ends here, uncharged, and
+    // the job goes back to the queue at once to continue under a fresh
+    // lease. The step is named again by the next attempt.
+    if (this.longestMs > 0 && this.abortAt - this.clock.now() < 2 * this.longestMs) {
+      this.names.delete(name);
+      this.seq--;
+      this.onSleep(new Date(this.clock.now()));
+      return new Promise<T>(() => {});
+    }
+    return this.run(seq, name, fn);
+  }
+
+  async sleepUntil(at: Date): Promise<void> {
+    if (!(at instanceof Date) || Number.isNaN(at.getTime())) throw new TypeError(`ctx.sleepUntil needs a valid Date, got ${String(at)}`);
+    // The wake time is recorded as a step, so a replay sleeps to the same time.
+    const until = new Date(await this.step(`sleep ${++this.sleeps}`, () => at.toISOString()));
+    if (until.getTime() <= this.clock.now()) return;
+    this.onSleep(until);
+    // The attempt ends here: the handler is not resumed in this invocation.
+    return new Promise<void>(() => {});
+  }
+
+  private async run<T>(seq: number, name: string, fn: () => Promise<T> | T): Promise<T> {
+    const startedAt = performance.now();
+    this.inFlight = name;
+    let value: T;
+    try {
+      value = await fn();
+    } catch (err) {
+      this.failedStep = name;
+      throw err;
+    }
+    const json = payloadJson(value, ["step", name], this.maxBytes);
+    if ("issues" in json) {
+      this.failedStep = name;
+      throw new Error(`step "${name}" returned what cannot be recorded: ${json.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    }
+    const ms = performance.now() - startedAt;
+    const { rowCount } = await this.store.db.query(sql(this.store.schema, RECORD_STEP), [
+      this.job.id, this.job.leaseToken, seq, name, value === undefined ? null : json.json, ms,
+    ]);
+    if (rowCount !== 1) {
+      this.failedStep = name;
+      throw new LeaseLostError(`step "${name}" of job ${this.job.id} ran but its result was not recorded: the lease was lost`);
+    }
+    this.inFlight = null;
+    this.longestMs = Math.max(this.longestMs, performance.now() - startedAt);
+    this.log.push({ name, replayed: false, ms: Math.round(ms * 10) / 10 });
+    return value;
+  }
+
+  private fail(message: string): StepOrderError {
+    this.broken ??= new StepOrderError(message);
+    return this.broken;
+  }
+
+  /** The recorded steps, read once per attempt; a first attempt has none to read. */
+  private load(): Promise<Map<number, Recorded>> {
+    if (this.recorded) return this.recorded;
+    if (this.job.run <= 1) return (this.recorded = Promise.resolve(new Map()));
+    this.recorded = this.store.db
+      .query<{ seq: number; name: string; result: unknown; nothing: boolean }>(sql(this.store.schema, LOAD_STEPS), [
+        this.job.id, this.job.leaseToken,
+      ])
+      .then(({ rows }) => new Map(rows.map((r) => [r.seq, { name: r.name, result: r.nothing ? undefined : r.result }])));
+    // A failed read is retried by the next step call rather than kept.
+    this.recorded.catch(() => (this.recorded = null));
+    return this.recorded;
+  }
+}

@@ -1,0 +1,211 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { getJob } from "../shared/admin.ts";
+import { enqueue } from "../shared/enqueue.ts";
+import { createRegistry, defineJob, type JobContext } from "../shared/job.ts";
+import { planWake } from "../shared/wake-plan.ts";
+import { nextDue } from "../shared/due.ts";
+import type { Clock } from "../shared/runner/clock.ts";
+import { runWorker } from "../shared/worker.ts";
+import { createTestDb, drivers, type TestDb } from "./support/db.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The system clock moved by `shiftMs`: the runner's view of a later time. */
+const shiftedClock = (shiftMs: number): Clock => ({
+  now: () => Date.now() + shiftMs,
+  after(ms, fn) {
+    const timer = setTimeout(fn, Math.max(0, ms));
+    return () => clearTimeout(timer);
+  },
+});
+
+describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb(driver, 6);
+  });
+  afterAll(() => t.drop());
+
+  const worker = (types: Parameters<typeof createRegistry>[0], options: { clock?: Clock; idleMs?: number } = {}) =>
+    runWorker({ store: t, registry: createRegistry(types), queues: ["steps"], runnerId: `w-${driver}`, slots: 2, pollMs: 20, idleMs: 200, ...options });
+  const stepRows = async (id: string) =>
+    (await t.admin.query<{ seq: number; name: string; attempt: number; result: unknown }>(
+      `select seq, name, attempt, result from "${t.schema}".job_steps where job_id = $1 order by seq`, [id],
+    )).rows;
+
+  it("a retry replays the completed steps from the record and runs only the one that failed", async () => {
+    const ran: string[] = [];
+    let failOnce = true;
+    const order = defineJob({
+      name: "order", queue: "steps", backoffMs: 0, schema: z.object({ amount: z.number() }),
+      handler: async ({ amount }, ctx) => {
+        const charge = await ctx.step("charge", () => (ran.push("charge"), { chargeId: `ch_${amount}` }));
+        const receipt = await ctx.step("receipt", () => {
+          ran.push("receipt");
+          if (failOnce) throw ((failOnce = false), new Error("mail server down"));
+          return `sent for ${charge.chargeId}`;
+        });
+        await ctx.step("nothing", () => void ran.push("nothing"));
+        return { charge, receipt };
+      },
+    });
+    const { id } = await enqueue(t, order, { amount: 42 });
+    await worker([order]);
+    expect(ran).toEqual(["charge", "receipt", "receipt", "nothing"]);
+    const job = await getJob(t, id);
+    expect(job).toMatchObject({ status: "succeeded", result: { charge: { chargeId: "ch_42" }, receipt: "sent for ch_42" } });
+    expect(job!.attemptHistory.map((a) => [a.outcome, a.error?.split("\n")[0], a.steps?.map((s) => `${s.name}:${s.replayed ? "replayed" : "ran"}`)])).toEqual([
+      ["failed", 'in step "receipt": Error: mail server down', ["charge:ran"]],
+      ["succeeded", undefined, ["charge:replayed", "receipt:ran", "nothing:ran"]],
+    ]);
+    expect(job!.attemptHistory[1]!.steps!.every((s) => s.ms >= 0)).toBe(true);
+    expect(await stepRows(id)).toEqual([
+      { seq: 0, name: "charge", attempt: 1, result: { chargeId: "ch_42" } },
+      { seq: 1, name: "receipt", attempt: 2, result: "sent for ch_42" },
+      { seq: 2, name: "nothing", attempt: 2, result: null },
+    ]);
+    expect(job!.steps.map((s) => [s.position, s.name, s.attempt])).toEqual([[1, "charge", 1], [2, "receipt", 2], [3, "nothing", 2]]);
+  });
+
+  it("a dead job's reasons name the failing step", async () => {
+    const doomed = defineJob({
+      name: "doomed-step", queue: "steps", maxAttempts: 2, backoffMs: 0, schema: z.object({}),
+      handler: async (_p, ctx) => {
+        await ctx.step("reserve", () => 1);
+        await ctx.step("pay", () => {
+          throw new Error("card declined");
+        });
+      },
+    });
+    const { id } = await enqueue(t, doomed, {});
+    await worker([doomed]);
+    const job = await getJob(t, id);
+    expect(job!.status).toBe("dead");
+    expect(job!.attemptHistory.map((a) => a.error!.split("\n")[0])).toEqual([
+      'in step "pay": Error: card declined', 'in step "pay": Error: card declined',
+    ]);
+  });
+
+  it("the same step name twice in one run fails the attempt, even when the handler catches the error", async () => {
+    const twice = defineJob({
+      name: "twice", queue: "steps", maxAttempts: 1, schema: z.object({}),
+      handler: async (_p, ctx) => {
+        await ctx.step("a", () => 1);
+        await ctx.step("a", () => 2).catch(() => "swallowed");
+      },
+    });
+    const { id } = await enqueue(t, twice, {});
+    await worker([twice]);
+    const job = await getJob(t, id);
+    expect(job!.status).toBe("dead");
+    expect(job!.lastError).toMatch(new RegExp(`^StepOrderError: step "a" is used twice in one run of job ${id}: each step needs its own name`));
+  });
+
+  it("a replay that reaches the steps in another order fails the attempt: the code changed under the job", async () => {
+    let version = 1;
+    const changing = defineJob({
+      name: "changing", queue: "steps", maxAttempts: 3, backoffMs: 0, schema: z.object({}),
+      handler: async (_p, ctx: JobContext) => {
+        await ctx.step(version === 1 ? "first" : "renamed", () => 1);
+        if (version === 1) throw ((version = 2), new Error("deploy in between"));
+      },
+    });
+    const { id } = await enqueue(t, changing, {});
+    await worker([changing]);
+    const job = await getJob(t, id);
+    expect(job!.attemptHistory[1]!.error).toMatch(
+      new RegExp(`^StepOrderError: step 1 of job ${id} is "renamed" in this run but "first" was recorded: the code changed under the job`),
+    );
+  });
+
+  it("a long job yields between steps when its lease runs short, uncharged, and goes on under a fresh lease", async () => {
+    const ran: number[] = [];
+    const long = defineJob({
+      name: "long", queue: "steps", leaseMs: 1_200, maxAttempts: 1, schema: z.object({}),
+      handler: async (_p, ctx) => {
+        let total = 0;
+        for (let i = 0; i < 6; i++) total += await ctx.step(`page ${i}`, async () => (ran.push(i), await sleep(250), i));
+        return total;
+      },
+    });
+    const { id } = await enqueue(t, long, {});
+    const summary = await worker([long]);
+    const job = await getJob(t, id);
+    // Six pages of 250 ms do not fit one lease of 1.2 s (0.9 s before its signal): the job yielded, and one attempt was enough.
+    expect(job).toMatchObject({ status: "succeeded", result: 15, attempts: 1 });
+    expect(ran).toEqual([0, 1, 2, 3, 4, 5]);
+    const outcomes = job!.attemptHistory.map((a) => a.outcome);
+    expect(outcomes.filter((o) => o === "slept").length).toBeGreaterThanOrEqual(1);
+    expect(outcomes.at(-1)).toBe("succeeded");
+    expect(outcomes.filter((o) => o !== "slept")).toEqual(["succeeded"]);
+    expect(summary.slept).toBe(outcomes.length - 1);
+  });
+
+  it("a job sleeping an hour holds no runner, its attempt given back, and the wake-up plan arms for its time; with the clock an hour on it resumes", async () => {
+    const ran: string[] = [];
+    const survey = defineJob({
+      name: "survey", queue: "steps", schema: z.object({}),
+      handler: async (_p, ctx) => {
+        await ctx.step("receipt", () => void ran.push("receipt"));
+        await ctx.sleep(60 * 60_000);
+        await ctx.step("survey", () => void ran.push("survey"));
+        return "asked";
+      },
+    });
+    const { id } = await enqueue(t, survey, {});
+    const before = Date.now();
+    const summary = await worker([survey]);
+    expect(summary).toMatchObject({ claimed: 1, slept: 1, succeeded: 0, leftQueued: 1, exit: "idle" });
+    const asleep = await getJob(t, id);
+    expect(asleep).toMatchObject({ status: "queued", attempts: 0, leaseExpiresAt: null });
+    expect(asleep!.runAt.getTime() - before).toBeGreaterThanOrEqual(60 * 60_000);
+    expect(asleep!.runAt.getTime() - Date.now()).toBeLessThanOrEqual(60 * 60_000);
+    expect(asleep!.attemptHistory.map((a) => a.outcome)).toEqual(["slept"]);
+    // Nothing is running: the only due time is the sleeper's, and the plan is
+    // a one-time schedule, not a sleeping or polling function.
+    const due = await nextDue(t, { names: ["survey"], maxLeaseMs: new Map([["steps", 60_000]]) });
+    expect(due).toMatchObject({ leaseExpiresAt: null, laterAt: asleep!.runAt });
+    const plan = planWake({
+      nowMs: due.now.getTime(), dueMs: due.laterAt!.getTime(), remainingMs: 60_000,
+      timing: { precisionMs: 60_000, startLeadMs: 2_000, armSlackMs: 3_000 },
+    });
+    expect(plan.kind).toBe("arm");
+    // An hour later (the database's due time reached, the runner's clock moved on).
+    await t.admin.query(`update "${t.schema}".jobs set run_at = now() where id = $1`, [id]);
+    await worker([survey], { clock: shiftedClock(60 * 60_000) });
+    const woke = await getJob(t, id);
+    expect(woke).toMatchObject({ status: "succeeded", result: "asked", attempts: 1 });
+    expect(ran).toEqual(["receipt", "survey"]);
+    expect(woke!.attemptHistory.map((a) => [a.outcome, a.steps?.map((s) => `${s.name}:${s.replayed ? "replayed" : "ran"}`)])).toEqual([
+      ["slept", ["receipt:ran", "sleep 1:ran"]],
+      ["succeeded", ["receipt:replayed", "sleep 1:replayed", "survey:ran"]],
+    ]);
+  });
+
+  it("a short sleep wakes through the wake-up plan, with no runner in between, near its due time", async () => {
+    let resumedAt = 0;
+    const nap = defineJob({
+      name: "nap", queue: "steps", schema: z.object({}),
+      handler: async (_p, ctx) => {
+        await ctx.sleep(1_500);
+        resumedAt = Date.now();
+      },
+    });
+    const { id } = await enqueue(t, nap, {});
+    expect(await worker([nap])).toMatchObject({ slept: 1 });
+    const { runAt } = (await getJob(t, id))!;
+    // The scheduler's part: ask when something is next due, sleep toward it, start a runner.
+    const due = await nextDue(t, { names: ["nap"], maxLeaseMs: new Map([["steps", 60_000]]) });
+    const plan = planWake({
+      nowMs: due.now.getTime(), dueMs: due.laterAt!.getTime(), remainingMs: 60_000,
+      timing: { precisionMs: 60_000, startLeadMs: 200, armSlackMs: 3_000 },
+    });
+    expect(plan.kind).toBe("sleep");
+    if (plan.kind !== "sleep") return;
+    await sleep(plan.untilMs - Date.now());
+    await worker([nap], { idleMs: 2_000 });
+    expect((await getJob(t, id))!.status).toBe("succeeded");
+    expect(resumedAt - runAt.getTime()).toBeGreaterThanOrEqual(0);
+    expect(resumedAt - runAt.getTime()).toBeLessThan(1_000);
+  });
+});
