@@ -4,6 +4,7 @@ import { edgePhase } from "./edge.ts";
 import { fairTenantsPhases } from "./fair-tenants.ts";
 import type { LibId } from "./lib.ts";
 import { scaleOutPhase } from "./scale-out.ts";
+import { stepsChainPhase } from "./steps-chain.ts";
 import { ungroupedClaimPhase } from "./ungrouped-claim.ts";
 import { batchThenExecute, enqueueOneByOne, hopChain, type Phase, type Sizes } from "./phases.ts";
 
@@ -34,6 +35,7 @@ export function defaultPlan(quick: boolean): Phase[] {
     backlogPhase("ahead", quick ? 10_000 : 100_000, quick ? "10k" : "100k"),
     ...fairTenantsPhases,
     ungroupedClaimPhase,
+    stepsChainPhase,
     bundlePhase,
     edgePhase,
   ];

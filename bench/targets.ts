@@ -85,5 +85,10 @@ export function evaluateTargets(r: BenchResults): TargetCheck[] {
       `plain claim: ${show(med(r, "ungrouped-claim", "leasehold", "plain_jobs_per_s"), "jobs/s")}`,
       med(r, "ungrouped-claim", "leasehold", "ratio"), "fair ÷ plain ≥ 0.95", (x) => x >= 0.95, "jobs/s");
   }
+  if (r.phases["steps-chain"]) {
+    add("Durable steps: a job of 10 steps costs no more than 10 chained jobs", med(r, "steps-chain", "leasehold", "steps_parts_per_s"),
+      `chain: ${show(med(r, "steps-chain", "leasehold", "chain_parts_per_s"), "parts/s")}`,
+      med(r, "steps-chain", "leasehold", "ratio"), "steps ÷ chain ≥ 1", (x) => x >= 1, "parts/s");
+  }
   return out;
 }
