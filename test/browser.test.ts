@@ -208,13 +208,13 @@ if ("error" in chromiumFound) {
     expect(page.url()).toBe(`${base}/dashboard#/jobs/${deadId}`);
     const history = page.locator("#job table.history tbody tr");
     await history.first().waitFor();
-    expect(JSON.parse((await page.locator("#job pre.payload").textContent())!)).toEqual(payload);
+    expect(JSON.parse((await page.locator("#job pre.payload:not(.result)").textContent())!)).toEqual(payload);
     expect(await page.locator("#job img").count()).toBe(0);
     expect(await page.locator("#job .job-head .badge").textContent()).toBe("succeeded");
     const rows = await history.evaluateAll((trs) => trs.map((tr) => Array.from(tr.children, (td) => td.textContent)));
-    // Columns: #, Gen, Runner, Claimed, Took, Outcome, Error. The retry is generation 2, attempt 2.
+    // Columns: Run, Gen, Runner, Claimed, Took, Outcome, Steps, Error. The retry is generation 2, attempt 2.
     expect(rows.map((r) => [r[0], r[1], r[2], r[5]])).toEqual([["1", "1", "runner-e2e-1", "failed"], ["2", "2", "runner-e2e-2", "succeeded"]]);
-    expect(rows[0]![6]).toContain("upstream said <b>no</b>");
+    expect(rows[0]![7]).toContain("upstream said <b>no</b>");
     await page.screenshot({ path: `${ARTIFACTS}job-page.png`, fullPage: true });
 
     await page.goBack();

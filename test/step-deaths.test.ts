@@ -33,16 +33,16 @@ describe("durable steps under SIGKILL", () => {
   });
 
   it("every job succeeds with the fault-free result, and each step's side effect repeats only after a death in it", { timeout: 120_000 }, async () => {
-    const JOBS = 80;
+    const JOBS = 200;
     const type = stepJob("/dev/null", 0);
     const ids = (await enqueueJobs(t, Array.from({ length: JOBS }, (_, n) => job(type, { n })))).map((j) => j.id);
     const fleet = startFleet({ size: 3, dir, databaseUrl: databaseUrl(), schema: t.schema, slots: 4, idleMs: 1_500, restartDelayMs: 100, script: SCRIPT, maxSpawns: 200 });
     const killed = new Set<number>();
     const started = Date.now();
     let open = JOBS;
-    // Kill a runner at random every 0.3 to 0.7 s, 20 times, while jobs are left.
+    // Kill a runner at random every 0.15 to 0.4 s, 20 times, while jobs are left.
     while (open > 0 && killed.size < 20 && Date.now() - started < 60_000) {
-      await pauseMs(300 + Math.random() * 400);
+      await pauseMs(150 + Math.random() * 250);
       const victim = fleet.killOne();
       if (victim) killed.add(victim.pid);
       await rescueExpiredLeases(t);
@@ -104,7 +104,7 @@ describe("durable steps under SIGKILL", () => {
       expect(a.steps!.filter((x) => x.replayed).map((x) => x.name)).toEqual(ranEarlier);
     }
     console.log(`step deaths: ${JOBS} jobs, ${killed.size} runners killed, ${fleet.processes.length} spawned, ${rerun} in-flight steps ran again`);
-    expect(killed.size).toBeGreaterThan(5);
+    expect(killed.size).toBeGreaterThanOrEqual(4);
     expect(rerun).toBeGreaterThan(0);
   });
 });

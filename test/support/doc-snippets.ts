@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 
 /**
@@ -52,6 +52,8 @@ export function writeSnippetApp(dir: string, snippets: readonly Snippet[], sstCo
     mkdirSync(dirname(join(dir, s.path)), { recursive: true });
     writeFileSync(join(dir, s.path), s.text);
   }
+  // sst.config.ts's `/// <reference path="./.sst/platform/config.d.ts" />`: the app's platform.
+  symlinkSync(dirname(dirname(sstConfigTypes)), join(dir, ".sst"));
   const tsconfig = {
     compilerOptions: {
       target: "ES2022", module: "ESNext", moduleResolution: "Bundler", lib: ["ES2023", "DOM"], strict: true,
