@@ -52,6 +52,8 @@ export interface PhaseResult {
   summary: Partial<Record<LibId, Record<string, Stat | null>>>;
   /** Exactly-once and database checks passed in every run (null when the phase has none). */
   checks_ok: Partial<Record<LibId, boolean | null>>;
+  /** Each metric's value per run, in run order (null for a failed run): run i of every library is the same round, so ratios pair by index. */
+  per_run?: Partial<Record<LibId, Record<string, (number | null)[]>>>;
 }
 
 export interface BenchResults {
@@ -197,10 +199,14 @@ export async function runBench(options: BenchOptions): Promise<BenchResults> {
 }
 
 function summarise(phase: Phase, pr: PhaseResult, id: LibId): void {
-  const ok = (pr.runs[id] ?? []).filter((r): r is Raw => !("error" in r));
-  pr.summary[id] = Object.fromEntries(
-    Object.entries(phase.metrics).map(([name, read]) => [name, stat(ok.map((r) => { try { return read(r); } catch { return undefined; } }))]),
-  );
+  const runs = pr.runs[id] ?? [];
+  const ok = runs.filter((r): r is Raw => !("error" in r));
+  const value = (read: (r: Raw) => unknown, r: Raw | { error: string }) => {
+    if ("error" in r) return null;
+    try { const v = read(r); return typeof v === "number" && Number.isFinite(v) ? v : null; } catch { return null; }
+  };
+  pr.summary[id] = Object.fromEntries(Object.entries(phase.metrics).map(([name, read]) => [name, stat(ok.map((r) => value(read, r)))]));
+  (pr.per_run ??= {})[id] = Object.fromEntries(Object.entries(phase.metrics).map(([name, read]) => [name, runs.map((r) => value(read, r))]));
   pr.checks_ok[id] = phase.check ? ok.length > 0 && ok.length === (pr.runs[id] ?? []).length && ok.every((r) => phase.check!(r)) : null;
 }
 

@@ -114,7 +114,9 @@ export function fairTenants(name: string, p: FairTenantsParams): Phase {
       fair_jobs_per_s: (r) => r.fair.jobsPerSecond,
       throughput_ratio: (r) => r.throughput_ratio,
     },
-    check: (r) => r.fair.succeeded === r.unfair.succeeded && r.fair.smallWaitP95Ms <= 1_000 && r.throughput_ratio >= 0.9,
+    // Exactly once only: every job of both claims ran and succeeded. The wait and
+    // throughput targets are targets (bench/targets.ts, with their worst run), not checks.
+    check: (r) => r.fair.succeeded === r.unfair.succeeded && r.fair.succeeded === r.params.bigJobs + r.params.smallTenants * r.params.smallJobs,
   };
 }
 

@@ -5,7 +5,7 @@ import { runBench } from "../bench/driver.ts";
 import { batchThenExecute, enqueueOneByOne, hopChain } from "../bench/phases.ts";
 import { renderReport } from "../bench/report.ts";
 import { scaleOutPhase } from "../bench/scale-out.ts";
-import { evaluateTargets } from "../bench/targets.ts";
+import { evaluateTargets, worstRatio } from "../bench/targets.ts";
 
 /**
  * The benchmark harness, tiny: Leasehold's phases with a few hundred jobs on
@@ -63,6 +63,8 @@ describe("bench harness (smoke)", () => {
       expect(summary[metric], metric).toMatchObject({ median: expect.any(Number), min: expect.any(Number), max: expect.any(Number), n: 1 });
     }
     expect(results.phases["enqueue-one-by-one"]!.summary.leasehold!.per_job_ms!.n).toBe(1);
+    // Per-run values are kept in run order, so a target's worst run can pair rounds.
+    expect(results.phases["batch-execute"]!.per_run!.leasehold!.jobs_per_s).toEqual([summary.jobs_per_s!.median]);
     expect(results.meta).toMatchObject({
       runs: 1,
       node: process.version,
@@ -81,4 +83,16 @@ describe("bench harness (smoke)", () => {
     expect(Object.keys(report.charts).length).toBeGreaterThan(0);
     for (const svg of Object.values(report.charts)) expect(svg.startsWith("<svg")).toBe(true);
   }, 60_000);
+});
+
+describe("a target's worst run", () => {
+  it("pairs runs by round, not the best of one side against the worst of the other", () => {
+    // Round 2 is the worst for "higher is better" (90 ÷ 100), though 90 is not Leasehold's least value.
+    expect(worstRatio([120, 90, 80], [100, 100, 40], "higher")).toBe(0.9);
+    expect(worstRatio([120, 90, 80], [100, 100, 40], "lower")).toBe(2);
+    // A failed run (null) on either side drops that round; against a constant, each run is read alone.
+    expect(worstRatio([null, 50, 70], [10, null, 35], "higher")).toBe(2);
+    expect(worstRatio([400, 1_200, 900], 1_000, "lower")).toBe(1.2);
+    expect(worstRatio([], 1, "higher")).toBeNull();
+  });
 });
