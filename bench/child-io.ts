@@ -13,9 +13,15 @@ export function peakRssMiB(): number {
   return Math.round((process.resourceUsage().maxRSS / 1024) * 10) / 10;
 }
 
-/** Prints the result line and exits, so no stray timer of a library keeps the child alive. */
+/**
+ * Prints the result line and exits, so no stray timer of a library keeps the
+ * child alive. The line carries the child's own CPU time (`process_cpu_us`,
+ * user + system, whole life) for the per-job budget.
+ */
 export function emitAndExit(result: unknown, code = 0): void {
-  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`, () => process.exit(code));
+  const cpu = process.cpuUsage();
+  const out = result && typeof result === "object" ? { ...result, process_cpu_us: { user: cpu.user, system: cpu.system } } : result;
+  process.stdout.write(`RESULT ${JSON.stringify(out)}\n`, () => process.exit(code));
 }
 
 /** What the driver hands a worker child (as JSON in argv). */

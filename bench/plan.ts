@@ -1,4 +1,5 @@
 import { backlogPhase } from "./backlog.ts";
+import { budgetPhase } from "./budget.ts";
 import { bundlePhase } from "./bundle.ts";
 import { edgePhase } from "./edge.ts";
 import { fairTenantsPhases } from "./fair-tenants.ts";
@@ -38,5 +39,6 @@ export function defaultPlan(quick: boolean): Phase[] {
     stepsChainPhase,
     bundlePhase,
     edgePhase,
+    budgetPhase(ALL),
   ];
 }

@@ -38,6 +38,8 @@ export interface LedgerSummary {
   duplicates: number;
   missing: number;
   out_of_range: number;
+  /** The process's CPU (user + system, µs) when the first handler ran: what start-up cost, for the per-job budget. */
+  cpu_at_first_hit_us?: number;
 }
 
 /** Counts handler runs per job index: the in-process half of the exactly-once check. */
@@ -45,11 +47,15 @@ export class RunLedger {
   private readonly runs: Uint16Array;
   private total = 0;
   private outOfRange = 0;
+  private cpuAtFirst: number | undefined;
   constructor(readonly n: number) {
     this.runs = new Uint16Array(n);
   }
   hit(i: number): void {
-    this.total++;
+    if (this.total++ === 0) {
+      const cpu = process.cpuUsage();
+      this.cpuAtFirst = cpu.user + cpu.system;
+    }
     if (Number.isInteger(i) && i >= 0 && i < this.n) this.runs[i]!++;
     else this.outOfRange++;
   }
@@ -60,7 +66,7 @@ export class RunLedger {
       if (r === 0) missing++;
       else if (r > 1) duplicates += r - 1;
     }
-    return { handler_calls: this.total, unique: this.n - missing, duplicates, missing, out_of_range: this.outOfRange };
+    return { handler_calls: this.total, unique: this.n - missing, duplicates, missing, out_of_range: this.outOfRange, cpu_at_first_hit_us: this.cpuAtFirst };
   }
 }
 
