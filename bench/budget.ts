@@ -102,7 +102,7 @@ const WAL = `with r as (
 ), mine as (select distinct xid from r where r.m[1] = $3 and xid <> '0')
 select rm, rt as type, coalesce(m[2], '') as filenode, count(*)::int as records, sum(len)::bigint::text as bytes,
        sum(fpi)::bigint::text as fpi_bytes,
-       sum(case when rt like 'MULTI_INSERT%' then (regexp_match(d, '^(\\d+) tuples'))[1]::int else 1 end)::int as tuples
+       sum(case when rt like 'MULTI_INSERT%' then (regexp_match(d, '(\\d+)'))[1]::int else 1 end)::int as tuples
 from r where m[1] = $3 or (xid <> '0' and xid in (select xid from mine))
 group by 1, 2, 3`;
 

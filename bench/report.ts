@@ -1,3 +1,4 @@
+import { budgetMarkdown } from "./budget.ts";
 import { edgeSection } from "./report-edge.ts";
 import type { BenchResults } from "./driver.ts";
 import type { LibId } from "./lib.ts";
@@ -190,6 +191,12 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
 
   const edgeRun = r.phases["edge-execute"]?.runs.leasehold?.[0] as Record<string, any> | undefined;
   if (edgeRun && !("error" in edgeRun)) out.push(...edgeSection(edgeRun));
+
+  if (r.phases.budget) {
+    out.push("## Per-job budget", "");
+    out.push(`Counted, not timed (bench/budget.ts): the wire through a counting proxy, the WAL of the library's own database read back with pg_walinspect, CPU of the worker (from its first job) and of the backends serving it. Execute ${r.meta.sizes.batch} jobs with one worker of ${r.meta.sizes.slots} slots; enqueue them in one call. Median per job over the runs, the highest run in brackets. docs/internals.md explains each row.`, "");
+    out.push(budgetMarkdown(r.phases.budget), "");
+  }
 
   out.push("## Exactly once", "");
   out.push("Every execute and hop run checks a per-job run counter in the worker and the database state afterwards (Leasehold: every job `succeeded`, `attempts` = 1, one `succeeded` attempt row each). " +

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { budgetMarkdown } from "./budget.ts";
 import { DEFAULT_DSN } from "./db.ts";
 import { runBench, type BenchResults } from "./driver.ts";
 import { LIB_IDS, type LibId } from "./lib.ts";
@@ -101,6 +102,7 @@ if (a["report-only"]) {
     save(results);
   }
   log(`wrote ${relative(ROOT, jsonPath)}`);
+  if (results.phases.budget) console.log(budgetMarkdown(results.phases.budget));
   writeReport(results, jsonPath);
   process.exit(0);
 }
