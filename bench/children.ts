@@ -45,7 +45,9 @@ export type ChildMode = "exec" | "hop" | "drain";
 /** Spawns one worker child (killed if this process exits first); stdin is a pipe when `input`. */
 export async function spawnWorkerChild(lib: ChildLib, mode: ChildMode, args: ChildArgs, input = false): Promise<ChildProcess> {
   const script = await buildChildren();
-  const child = spawn(process.execPath, [script, lib, mode, JSON.stringify(args)], {
+  // BENCH_CHILD_CPU_PROF=<dir>: each child writes a V8 CPU profile there (bench/cpu-profile.ts reads them).
+  const prof = process.env.BENCH_CHILD_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CHILD_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...prof, script, lib, mode, JSON.stringify(args)], {
     cwd: ROOT,
     env: { ...process.env, NO_LOG_SUCCESS: "1" },
     stdio: [input ? "pipe" : "ignore", "pipe", "inherit"],
