@@ -6,6 +6,7 @@ import { checkpoint, dropDb, dsnFor, freshDb, withClient, type Route } from "./d
 import type { ExecResult, Lib, LibId } from "./lib.ts";
 import { childArgs, type BenchContext, type Phase } from "./phases.ts";
 import { now, round, sleep } from "./stats.ts";
+import { worstRatio } from "./targets.ts";
 import { startWireCounter, type WireCounts } from "./wire-count.ts";
 
 /**
@@ -285,10 +286,10 @@ export const BUDGET_ROWS: [keyof PerJob, string][] = [
   ["pg_cpu_us", "Postgres backend CPU (µs)"],
   ["worker_cpu_marginal_us", "worker CPU, marginal (µs)"],
   ["pg_cpu_marginal_us", "Postgres CPU, marginal (µs)"],
-  ["round_trips", "round trips"],
-  ["statements", "statements"],
-  ["parses", "Parse messages"],
-  ["transactions", "transactions"],
+  ["round_trips", "round trips per 1,000 jobs"],
+  ["statements", "statements per 1,000 jobs"],
+  ["parses", "Parse messages per 1,000 jobs"],
+  ["transactions", "transactions per 1,000 jobs"],
   ["heap_inserted", "heap tuples inserted"],
   ["heap_updated", "heap tuples updated"],
   ["heap_hot_updated", "… of which HOT"],
@@ -303,10 +304,13 @@ export const BUDGET_ROWS: [keyof PerJob, string][] = [
 
 const SECTIONS = ["execute", "enqueue"] as const;
 
+/** Counters too small per job to read: the table and the metrics give them per 1,000 jobs. */
+const PER_1000 = new Set<string>(["round_trips", "statements", "parses", "transactions", "wal_commits", "index_splits"]);
+
 const metricsOf = () => {
   const m: Phase["metrics"] = {};
   for (const s of SECTIONS) for (const k of [...BUDGET_ROWS.map(([k]) => k), "stat_tup_ins", "stat_tup_upd", "stat_tup_hot_upd", "stat_tup_del", "wal_commits", "index_splits"]) {
-    m[`${s}_${k}`] = (r) => r.per_job?.[s]?.[k];
+    m[`${s}_${k}`] = (r) => (r.per_job?.[s]?.[k] == null ? null : round(r.per_job[s][k] * (PER_1000.has(k) ? 1000 : 1), 3));
   }
   for (const s of SECTIONS) {
     m[`${s}_hot_ratio`] = (r) => {
@@ -333,7 +337,11 @@ export function budgetPhase(libs: readonly LibId[]): Phase {
       };
       ctx.log(`  ${lib.id} execute per job: ${BUDGET_ROWS.map(([k]) => `${k}=${per_job.execute[k]}`).join(" ")}`);
       ctx.log(`  ${lib.id} enqueue per job: ${BUDGET_ROWS.map(([k]) => `${k}=${per_job.enqueue[k]}`).join(" ")}`);
-      return { n, n0, per_job, samples: { small, big }, exec_ok: [small, big].every((s) => s.exec.db_ok && s.exec.ledger.duplicates === 0 && s.exec.ledger.missing === 0) };
+      const byStatement = (w: WireCounts) => Object.entries(w.by_statement)
+        .map(([statement, x]) => ({ statement, count: x.count, cpu_us_per_job: round(x.cpu_us / n, 2) }))
+        .sort((a, b) => b.cpu_us_per_job - a.cpu_us_per_job);
+      const pg_by_statement = { execute: byStatement(big.execute.wire), enqueue: byStatement(big.enqueue.wire) };
+      return { n, n0, per_job, pg_by_statement, samples: { small, big }, exec_ok: [small, big].every((s) => s.exec.db_ok && s.exec.ledger.duplicates === 0 && s.exec.ledger.missing === 0) };
     },
     metrics: metricsOf(),
     check: (r) => r.exec_ok === true,
@@ -344,8 +352,9 @@ const fmt = (v: number | null | undefined) =>
   v == null ? "–" : v === 0 ? "0" : Math.abs(v) >= 100 ? String(Math.round(v)) : Number(v.toPrecision(3)).toString();
 
 /**
- * The budget side by side: median per job of each library (the worst run in
- * brackets when there are several), and Leasehold ÷ the first peer.
+ * The budget side by side: median per job of each library (the highest run
+ * in brackets when there are several), and Leasehold ÷ the first peer by
+ * median (the worst round in brackets: runs pair by index).
  */
 export function budgetMarkdown(pr: PhaseResult): string {
   const libs = pr.libs.filter((l) => pr.summary[l]);
@@ -364,10 +373,17 @@ export function budgetMarkdown(pr: PhaseResult): string {
       };
       const a = pr.summary.leasehold?.[`${s}_${k}`]?.median;
       const b = peer ? pr.summary[peer]?.[`${s}_${k}`]?.median : undefined;
-      const ratio = a != null && b != null && b !== 0 ? `${(a / b).toFixed(2)}×` : "–";
+      const worst = peer ? worstRatio(pr.per_run?.leasehold?.[`${s}_${k}`] ?? [], pr.per_run?.[peer]?.[`${s}_${k}`] ?? [], k === "hot_ratio" ? "higher" : "lower") : null;
+      const ratio = a != null && b != null && b !== 0 ? `${(a / b).toFixed(2)}×${worst != null && (pr.per_run?.leasehold?.[`${s}_${k}`]?.length ?? 0) > 1 ? ` (${worst.toFixed(2)}×)` : ""}` : "–";
       out.push(`| ${label} | ${libs.map(cell).join(" | ")}${peer && libs.includes("leasehold") ? ` | ${ratio} |` : " |"}`);
     }
     out.push("");
   }
+  out.push("**Postgres CPU per job by statement (execute, first run)**", "", "| library | statement (start of its text) | statements | µs per job |", "|---|---|---:|---:|");
+  for (const l of libs) {
+    const run = pr.runs[l]?.find((r) => !("error" in r)) as { pg_by_statement?: { execute: { statement: string; count: number; cpu_us_per_job: number }[] } } | undefined;
+    for (const st of run?.pg_by_statement?.execute.slice(0, 5) ?? []) out.push(`| ${l} | \`${st.statement.replace(/\|/g, "\\|")}\` | ${st.count} | ${fmt(st.cpu_us_per_job)} |`);
+  }
+  out.push("");
   return out.join("\n");
 }

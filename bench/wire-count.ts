@@ -33,9 +33,32 @@ export interface WireCounts {
   backends_unread: number;
   /** Connections still open when counted (their CPU is the latest reading). */
   open: number;
+  /**
+   * Backend CPU and count by statement, keyed by the start of its text
+   * (whitespace folded): the backend's CPU read when the client sends the
+   * statement's Sync (or simple Query) and again at its ReadyForQuery.
+   */
+  by_statement: Record<string, { count: number; cpu_us: number }>;
 }
 
+/** The label of a statement: the start of its text, whitespace folded. */
+export const statementLabel = (text: string) => text.replace(/\s+/g, " ").trim().slice(0, 70);
+
+const cstrings = (body: Buffer, n: number): string[] => {
+  const out: string[] = [];
+  let at = 0;
+  for (let k = 0; k < n; k++) {
+    const end = body.indexOf(0, at);
+    if (end < 0) { out.push(body.subarray(at).toString("utf8")); break; }
+    out.push(body.subarray(at, end).toString("utf8"));
+    at = end + 1;
+  }
+  return out;
+};
+
 const SSL_REQUEST = 80877103;
+/** Of a kept message, only its first bytes are kept (enough for a statement's name and the start of its text). */
+const KEEP_BYTES = 512;
 const GSS_REQUEST = 80877104;
 
 /** Splits a byte stream into protocol messages (type letter, length-prefixed), across chunk boundaries. */
@@ -44,6 +67,7 @@ class Messages {
   private skip = 0;
   private type = "";
   private body: Buffer[] | null = null;
+  private kept = 0;
   constructor(
     /** The frontend's first message has no type byte. */
     private startup: boolean,
@@ -59,7 +83,10 @@ class Messages {
     while (i < chunk.length) {
       if (this.skip > 0) {
         const k = Math.min(this.skip, chunk.length - i);
-        if (this.body) this.body.push(chunk.subarray(i, i + k));
+        if (this.body && this.kept < KEEP_BYTES) {
+          this.body.push(chunk.subarray(i, i + Math.min(k, KEEP_BYTES - this.kept)));
+          this.kept += k;
+        }
         i += k;
         this.skip -= k;
         if (this.skip === 0) this.emit();
@@ -80,6 +107,7 @@ class Messages {
       this.head = Buffer.alloc(0);
       this.skip = len - 4;
       this.body = this.keep(this.type) ? [] : null;
+      this.kept = 0;
       if (this.skip === 0) this.emit();
     }
   }
@@ -107,6 +135,11 @@ export function processCpuNs(pid: number): number | null {
 }
 
 interface Conn {
+  /** Named prepared statements of this connection: name -> label. */
+  named: Map<string, string>;
+  /** The statement being sent or awaited, and the backend's CPU when it was sent. */
+  label: string | null;
+  sentCpuNs: number | null;
   pid: number | null;
   cpuNs: number | null;
   seenReady: boolean;
@@ -124,7 +157,7 @@ export interface WireCounter {
 
 const empty = (): WireCounts => ({
   connections: 0, frontend: {}, round_trips: 0, statements: 0, transactions: 0,
-  bytes_up: 0, bytes_down: 0, backend_cpu_ns: 0, backend_start_cpu_ns: 0, backends_unread: 0, open: 0,
+  bytes_up: 0, bytes_down: 0, backend_cpu_ns: 0, backend_start_cpu_ns: 0, backends_unread: 0, open: 0, by_statement: {},
 });
 
 export async function startWireCounter(upstream: Route): Promise<WireCounter> {
@@ -149,7 +182,7 @@ export async function startWireCounter(upstream: Route): Promise<WireCounter> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     client.setNoDelay(true);
-    const conn: Conn = { pid: null, cpuNs: null, seenReady: false, closed: false };
+    const conn: Conn = { named: new Map(), label: null, sentCpuNs: null, pid: null, cpuNs: null, seenReady: false, closed: false };
     conns.add(conn);
     c.connections++;
     const server = net.connect(upstream.port, upstream.host);
@@ -165,6 +198,14 @@ export async function startWireCounter(upstream: Route): Promise<WireCounter> {
           counted.set(conn, conn.cpuNs);
         }
       } else if (type === "Z") {
+        if (conn.label != null && conn.sentCpuNs != null && conn.pid != null) {
+          const ns = processCpuNs(conn.pid);
+          const st = (c.by_statement[conn.label] ??= { count: 0, cpu_us: 0 });
+          st.count++;
+          if (ns != null) st.cpu_us += Math.round((ns - conn.sentCpuNs) / 1000);
+        }
+        conn.label = null;
+        conn.sentCpuNs = null;
         if (!conn.seenReady) conn.seenReady = true;
         else {
           c.round_trips++;
@@ -172,8 +213,21 @@ export async function startWireCounter(upstream: Route): Promise<WireCounter> {
         }
       }
     });
-    const up = new Messages(true, () => false, (type) => {
+    const up = new Messages(true, (t) => t === "P" || t === "B" || t === "Q", (type, body) => {
       c.frontend[type] = (c.frontend[type] ?? 0) + 1;
+      if (type === "P" && body) {
+        const [name, text] = cstrings(body, 2);
+        const label = statementLabel(text ?? "");
+        if (name) conn.named.set(name, label);
+        conn.label ??= label;
+      } else if (type === "B" && body && conn.label == null) {
+        const [, name] = cstrings(body, 2);
+        conn.label = name ? (conn.named.get(name) ?? `(prepared ${name})`) : null;
+      } else if (type === "Q" && body) {
+        conn.label = statementLabel(cstrings(body, 1)[0] ?? "");
+      }
+      // The statement goes to the backend with its Sync (or as a simple Query): its CPU from here to its ReadyForQuery.
+      if ((type === "S" || type === "Q") && conn.pid != null) conn.sentCpuNs = processCpuNs(conn.pid);
       if (type === "E" || type === "Q") c.statements++;
       if (type === "ssl-request") down.oneByteNext++;
       // Terminate: read the backend's CPU before the message is forwarded and the backend exits.
