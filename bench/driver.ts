@@ -96,6 +96,7 @@ export const METHOD = [
   "Network: the same phases with every worker/producer connection through one TCP relay on 127.0.0.1 that delays each chunk by the relay delay each way, in order.",
   "Host noise: before each phase run the driver waits (at most 2 min) until the whole host is nearly idle, and records how busy it was (`host` in each raw record).",
   "Runs are interleaved (run 1 of every phase and library, then run 2 ...); figures are the median of the runs.",
+  "Per-job budget (phase budget): counted, not timed: the wire through a counting proxy (statements, round trips, Parse messages, transactions, bytes; backend CPU from /proc/<pid>/schedstat, by statement), the WAL of the library's own database read back with pg_walinspect (heap tuples, B-tree entries, bytes), pg_stat_user_tables as the cross-check; worker CPU from its first job to its exit. Needs a superuser DSN and pg_walinspect (PostgreSQL 15 or newer).",
 ];
 
 async function measureRtt(dsn: string, samples = 50): Promise<number> {
