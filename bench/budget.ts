@@ -34,6 +34,9 @@ import { startWireCounter, type WireCounts } from "./wire-count.ts";
  * a backend's from the end of its start-up (BackendKeyData).
  */
 
+/** WAL rows (relation × record type) kept in each raw record. */
+const WAL_ROWS_KEPT = 30;
+
 const SCHEMAS: Record<LibId, string> = { leasehold: "leasehold", graphile: "graphile_worker", pgboss: "pgboss" };
 
 /** One section's totals (a sample at one n). */
@@ -182,7 +185,8 @@ function section(wire: WireCounts, wal: WalRow[], before: TableStat[], after: Ta
       stat_tup_del: sumStats(before, after, "n_tup_del"),
     },
     wire,
-    wal,
+    // The largest records by bytes, enough to say what the budget is made of; the counts above are of all.
+    wal: wal.slice(0, WAL_ROWS_KEPT),
     tables: tableDelta(before, after),
   };
 }
