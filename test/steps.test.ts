@@ -10,6 +10,8 @@ import { runWorker } from "../shared/worker.ts";
 import { claimJobs } from "../shared/claim.ts";
 import { settleJobs } from "../shared/settle.ts";
 import type { Queryable } from "../shared/db.ts";
+import { Completer, type SettleReport } from "../shared/runner/completer.ts";
+import { systemClock } from "../shared/runner/clock.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -109,6 +111,23 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
     // The lease ended with that success: a late record is refused.
     expect((await settleJobs(t, { steps: [record(2)] })).steps.size).toBe(0);
     expect((await stepRows(id)).map((r) => [r.name, r.result])).toEqual([["s0", 0], ["s1", 1]]);
+  });
+
+  it("the completer never writes a job's end before that job's step record, however small its batches", async () => {
+    const type = defineJob({ name: "ordered", queue: "steps", schema: z.object({}), handler: () => {} });
+    await enqueue(t, type, {});
+    await enqueue(t, type, {});
+    const [a, b] = await claimJobs(t, { queue: "steps", runnerId: "r", limit: 2, maxLeaseMs: 60_000, names: ["ordered"] });
+    const reports: SettleReport[] = [];
+    const completer = new Completer({ store: t, clock: systemClock, onSettled: (r) => void reports.push(r), maxBatch: 1 });
+    const deadline = Date.now() + 60_000;
+    const record = (job: typeof a) => ({ id: job!.id, leaseToken: job!.leaseToken, seq: 0, name: "only", result: null, durationMs: 1, deadline });
+    const written = [completer.recordStep(record(a)), completer.recordStep(record(b))];
+    completer.succeed({ id: b!.id, leaseToken: b!.leaseToken, deadline });
+    await completer.drain();
+    expect(await Promise.all(written)).toEqual([true, true]);
+    expect(reports).toMatchObject([{ lease: { id: b!.id }, kind: "succeeded", accepted: true }]);
+    expect(await stepRows(b!.id)).toHaveLength(1);
   });
 
   it("a dead job's reasons name the failing step", async () => {

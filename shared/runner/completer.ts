@@ -149,6 +149,17 @@ export class Completer {
       started: [] as Held[],
       steps: take(this.steps),
     };
+    // An end never goes before its job's step record: one whose record did not fit this batch waits for the next.
+    const later = new Set(this.steps.map((r) => r.id));
+    if (later.size > 0) {
+      const hold = <T extends Held>(list: T[], queue: T[]) => {
+        queue.unshift(...list.filter((l) => later.has(l.id)));
+        return list.filter((l) => !later.has(l.id));
+      };
+      batch.succeeded = hold(batch.succeeded, this.succeeded);
+      batch.failed = hold(batch.failed, this.failed);
+      batch.slept = hold(batch.slept, this.slept);
+    }
     const ending = new Set([...batch.succeeded, ...batch.failed, ...batch.released, ...batch.slept].map((l) => l.id));
     // A job that ends in this batch needs no start mark: its attempt row says it ran.
     for (const l of take(this.started)) {
