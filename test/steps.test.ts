@@ -128,6 +128,8 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
     expect(await Promise.all(written)).toEqual([true, true]);
     expect(reports).toMatchObject([{ lease: { id: b!.id }, kind: "succeeded", accepted: true }]);
     expect(await stepRows(b!.id)).toHaveLength(1);
+    // Leaves nothing running for the tests after it.
+    expect((await settleJobs(t, { succeeded: [a!] })).succeeded.size).toBe(1);
   });
 
   it("a dead job's reasons name the failing step", async () => {
