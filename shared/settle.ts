@@ -39,6 +39,20 @@ export interface Failure extends Lease {
   steps?: string | null;
 }
 
+/**
+ * A completed step's result to keep (`job_steps`), fenced by the lease it
+ * ran under: `result` is its JSON (null when the step returned nothing).
+ */
+export interface StepRecord extends Lease {
+  seq: number;
+  name: string;
+  result: string | null;
+  durationMs: number;
+}
+
+/** How a written step record is known in `SettleResult.steps`. */
+export const stepKey = (r: { id: string; seq: number }) => `${r.id}/${r.seq}`;
+
 /** One round trip's worth of outcomes, each kind in its own list. */
 export interface SettleBatch {
   /** Handlers that have started: a death now charges their attempt. */
@@ -49,6 +63,12 @@ export interface SettleBatch {
   released?: readonly Lease[];
   /** Handlers that chose to sleep: back to `queued` until their time, the attempt given back. */
   slept?: readonly Sleep[];
+  /**
+   * Step results to keep. A record rides with its job's start mark or end
+   * in the same batch (written only if that is); a job with neither is
+   * locked (FOR SHARE) while its record is written. Never with a release.
+   */
+  steps?: readonly StepRecord[];
 }
 
 /** What a settle wrote: the ids it applied, and each failed job's new status. */
@@ -58,6 +78,8 @@ export interface SettleResult {
   failed: Map<string, "queued" | "dead">;
   released: Set<string>;
   slept: Set<string>;
+  /** The step records written, by `stepKey`. */
+  steps: Set<string>;
 }
 
 /** The channel `waitForJob` listens on; each notification's payload is the schema-qualified job id. */
@@ -98,7 +120,7 @@ const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Part<Fail
   update leasehold.jobs j set handler_started = true
   from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
   where j.id = s.id and ${FENCED}
-  returning j.id
+  returning j.id, j.generation, j.runs
 )`,
     result: `select id::text, 'started'::text as kind, null::text as status from marked`,
   },
@@ -168,14 +190,50 @@ const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Part<Fail
 type Kind = keyof typeof PARTS;
 const KINDS: readonly Kind[] = ["started", "succeeded", "failed", "released", "slept"];
 
-/** The statement for these kinds, `values` being each kind's bound columns in order (their counts number the parameters). */
+/** The CTE of each kind that can carry step records: its rows are the jobs it changed (id, generation, runs). */
+const CARRIERS: Partial<Record<Kind, string>> = { started: "marked", succeeded: "done", failed: "failed", slept: "slept" };
+
+// Jobs with step records and nothing else in the batch: held FOR SHARE until
+// the records commit, so a rescue or settle waits for them, and one that
+// came first leaves no row to read (fenced).
+const HELD = (p: string[]) => `held as (
+  select j.id, j.generation, j.runs from leasehold.jobs j
+  join unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token) on j.id = s.id
+  where ${FENCED}
+  for share of j
+)`;
+
+// A record written again (its first write committed, its answer lost) is
+// the same step of the same run: reported written, not a conflict.
+const RECORD_STEPS = (p: string[], carriers: string[]) => `stepped as (
+  insert into leasehold.job_steps as k (job_id, generation, seq, name, result, attempt, duration_ms)
+  select c.id, c.generation, r.seq, r.name, r.result::jsonb, c.runs, r.ms
+  from unnest(${p[0]}::bigint[], ${p[1]}::integer[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[]) as r(id, seq, name, result, ms)
+  join (${carriers.map((c) => `select id, generation, runs from ${c}`).join(" union all ")}) c on c.id = r.id
+  on conflict (job_id, generation, seq) do update set name = excluded.name
+  where k.name = excluded.name and k.attempt = excluded.attempt
+  returning k.job_id, k.seq
+)`;
+
+/**
+ * The statement for these kinds (and, when `held` or `steps`, the jobs held
+ * for their records and the records), `values` being each kind's bound
+ * columns in order, then the held jobs', then the records' (their counts
+ * number the parameters).
+ */
 const statements = new Map<string, string>();
-function settleStatement(kinds: readonly Kind[], values: readonly unknown[][]): string {
-  const key = kinds.join(",");
+function settleStatement(kinds: readonly Kind[], values: readonly unknown[][], held: boolean, steps: boolean): string {
+  const key = `${kinds.join(",")}${held ? "+held" : ""}${steps ? "+steps" : ""}`;
   let text = statements.get(key);
   if (text === undefined) {
     let n = 0;
-    const ctes = kinds.map((k, i) => PARTS[k].cte(values[i]!.map(() => `$${++n}`)));
+    const params = (i: number) => values[i]!.map(() => `$${++n}`);
+    const ctes = kinds.map((k, i) => PARTS[k].cte(params(i)));
+    if (held) ctes.push(HELD(params(kinds.length)));
+    if (steps) {
+      const carriers = [...kinds.flatMap((k) => CARRIERS[k] ?? []), ...(held ? ["held"] : [])];
+      ctes.push(RECORD_STEPS(params(kinds.length + (held ? 1 : 0)), carriers));
+    }
     const records = kinds.flatMap((k) => PARTS[k].record ?? []);
     if (records.length > 0) {
       ctes.push(`recorded as (
@@ -183,7 +241,9 @@ function settleStatement(kinds: readonly Kind[], values: readonly unknown[][]): 
   ${records.join("\n  union all\n  ")}
 )`);
     }
-    text = `with ${ctes.join(", ")}\n${kinds.map((k) => PARTS[k].result).join("\nunion all ")}`;
+    const results = kinds.map((k) => PARTS[k].result);
+    if (steps) results.push(`select job_id::text || '/' || seq::text as id, 'steps'::text as kind, null::text as status from stepped`);
+    text = `with ${ctes.join(", ")}\n${results.join("\nunion all ")}`;
     statements.set(key, text);
   }
   return text;
@@ -192,20 +252,32 @@ function settleStatement(kinds: readonly Kind[], values: readonly unknown[][]): 
 /**
  * Writes a batch of outcomes in one statement (one round trip, one commit):
  * start marks, successes, failures (each back to `queued` after its retry
- * delay, or `dead` when it was the last attempt or `permanent`), releases.
- * Every ended attempt gets its row. An id may appear in one list only.
+ * delay, or `dead` when it was the last attempt or `permanent`), releases,
+ * sleeps, and step records. Every ended attempt gets its row. An id may
+ * appear in one outcome list only (and in `steps` besides, not with a
+ * release).
  */
 export async function settleJobs(store: Store, batch: SettleBatch): Promise<SettleResult> {
   const lists = {
     started: batch.started ?? [], succeeded: batch.succeeded ?? [], failed: batch.failed ?? [], released: batch.released ?? [],
     slept: batch.slept ?? [],
   };
-  const result: SettleResult = { started: new Set(), succeeded: new Set(), failed: new Map(), released: new Set(), slept: new Set() };
+  const result: SettleResult = {
+    started: new Set(), succeeded: new Set(), failed: new Map(), released: new Set(), slept: new Set(), steps: new Set(),
+  };
   const kinds = KINDS.filter((k) => lists[k].length > 0);
-  if (kinds.length === 0) return result;
+  const records = batch.steps ?? [];
+  // A record rides with its job's part; a job that has none here is held for it.
+  const carried = new Set(kinds.filter((k) => CARRIERS[k]).flatMap((k) => lists[k].map((l) => l.id)));
+  const held = [...new Map(records.filter((r) => !carried.has(r.id)).map((r) => [r.id, r])).values()];
+  if (kinds.length === 0 && records.length === 0) return result;
   const values = kinds.map((k) => (PARTS[k] as Part<Lease>).values(lists[k]));
+  if (held.length > 0) values.push(leaseValues(held));
+  if (records.length > 0) {
+    values.push([ids(records), records.map((r) => r.seq), records.map((r) => r.name), records.map((r) => r.result), records.map((r) => r.durationMs)]);
+  }
   const { rows } = await store.db.query<{ id: string; kind: keyof SettleResult; status: "queued" | "dead" | null }>(
-    sql(store.schema, settleStatement(kinds, values)), values.flat(),
+    sql(store.schema, settleStatement(kinds, values, held.length > 0, records.length > 0)), values.flat(),
   );
   for (const r of rows) {
     if (r.kind === "failed") result.failed.set(r.id, r.status!);

@@ -152,6 +152,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     const startedAt = performance.now();
     const result = await executeJob({
       job, type: type!, deadline, clock, context: { runnerId, enqueue: follow }, maxResultBytes: options.limits?.maxPayloadBytes, store,
+      recordStep: (record) => completer.recordStep({ ...record, deadline }),
     });
     gauge.jobTook(performance.now() - startedAt);
     const info = held.get(job.id);

@@ -3,7 +3,7 @@ import { registry } from "../jobs/index.ts";
 import { createApp, type App } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
 import { claimJobs } from "../shared/claim.ts";
-import { failJobs } from "../shared/settle.ts";
+import { failJobs, settleJobs } from "../shared/settle.ts";
 import { enqueueJobs, job } from "../shared/enqueue.ts";
 import { defineJob } from "../shared/job.ts";
 import { z } from "zod";
@@ -85,6 +85,20 @@ describe.each(drivers)("HTTP API, happy paths (%s driver)", (driver) => {
     expect(body.jobs.map((j: { existing: boolean }) => j.existing)).toEqual([false, true, false]);
     expect(body.jobs[1].id).toBe(pending.body.id);
     expect(await row(body.jobs[2].id)).toMatchObject({ name: "report.generate", payload: { reportId: "r1" } });
+  });
+
+  it("shows a succeeded job's result, the steps each attempt reached and the steps on record", async () => {
+    const { body: job } = await call("POST", "/v1/jobs", { name: "report.generate", payload: { reportId: "r-steps" }, queue: "stepped" });
+    const [claimed] = await claimJobs(t, { queue: "stepped", runnerId: "runner-2", limit: 1, maxLeaseMs: 60_000 });
+    const log = [{ name: "render", replayed: false, ms: 12.5 }];
+    await settleJobs(t, {
+      steps: [{ ...claimed!, seq: 0, name: "render", result: JSON.stringify({ pages: 3 }), durationMs: 12.5 }],
+      succeeded: [{ ...claimed!, result: JSON.stringify({ url: "s3://r-steps.pdf" }), steps: JSON.stringify(log) }],
+    });
+    const shown = await call("GET", `/v1/jobs/${job.id}`);
+    expect(shown.body).toMatchObject({ id: job.id, status: "succeeded", result: { url: "s3://r-steps.pdf" } });
+    expect(shown.body.attemptHistory).toMatchObject([{ run: 1, outcome: "succeeded", steps: log }]);
+    expect(shown.body.steps).toMatchObject([{ generation: 1, name: "render", attempt: 1, result: { pages: 3 } }]);
   });
 
   it("shows a job with its attempts, a dead job in the dead view, retries it and cancels", async () => {

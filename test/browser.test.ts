@@ -34,11 +34,12 @@ const flaky = defineJob({
   schema: z.object({ orderId: z.string(), note: z.string() }),
   queue: QUEUE,
   maxAttempts: 1,
-  handler: () => {
+  handler: async ({ orderId, note }, ctx) => {
     if (failNext) {
       failNext = false;
       throw new Error("upstream said <b>no</b> & closed the connection");
     }
+    return ctx.step("sync", () => ({ synced: orderId, note }));
   },
 });
 // Traffic for the chart: every fourth job fails its first attempt, then succeeds.
@@ -203,7 +204,7 @@ if ("error" in chromiumFound) {
     await page.screenshot({ path: `${ARTIFACTS}dashboard-after-retry.png`, fullPage: true });
   });
 
-  it("opens the job's page: its payload and both attempts", async () => {
+  it("opens the job's page: its payload, its result and both attempts with their steps", async () => {
     await row("retried", deadId).locator("a").click();
     expect(page.url()).toBe(`${base}/dashboard#/jobs/${deadId}`);
     const history = page.locator("#job table.history tbody tr");
@@ -215,6 +216,9 @@ if ("error" in chromiumFound) {
     // Columns: Run, Gen, Runner, Claimed, Took, Outcome, Steps, Error. The retry is generation 2, attempt 2.
     expect(rows.map((r) => [r[0], r[1], r[2], r[5]])).toEqual([["1", "1", "runner-e2e-1", "failed"], ["2", "2", "runner-e2e-2", "succeeded"]]);
     expect(rows[0]![7]).toContain("upstream said <b>no</b>");
+    expect(JSON.parse((await page.locator("#job pre.result").textContent())!)).toEqual({ synced: payload.orderId, note: payload.note });
+    expect(rows[0]![6]).toBe("");
+    expect(rows[1]![6]).toMatch(/^sync \d+ms$/);
     await page.screenshot({ path: `${ARTIFACTS}job-page.png`, fullPage: true });
 
     await page.goBack();

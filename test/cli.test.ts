@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getJob } from "../shared/admin.ts";
 import { claimJobs } from "../shared/claim.ts";
 import { enqueue } from "../shared/enqueue.ts";
-import { failJobs } from "../shared/settle.ts";
+import { failJobs, settleJobs } from "../shared/settle.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
 import { sendWelcomeEmail } from "../jobs/index.ts";
@@ -322,6 +322,21 @@ export const registry = createRegistry([defineJob({ name: "ping", schema: z.obje
     expect(missingJson.json).toEqual({ error: { reason: "not_found", exitCode: 3, message: "job 999999999 does not exist", id: "999999999" } });
     expect(badId).toMatchObject({ code: 2, stderr: expect.stringContaining('invalid job id "abc"') });
     expect(tooBig.code).toBe(2);
+  });
+
+  it("shows a succeeded job's result, the steps each attempt reached and the steps on record", async () => {
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue: "stepped" });
+    const [c] = await claimJobs(t, { queue: "stepped", runnerId: "runner-1", limit: 1, maxLeaseMs: 60_000 });
+    await settleJobs(t, {
+      steps: [{ ...c!, seq: 0, name: "charge", result: JSON.stringify({ chargeId: "ch_1" }), durationMs: 41.6 }],
+      succeeded: [{ ...c!, result: JSON.stringify({ ok: true }), steps: JSON.stringify([{ name: "charge", replayed: false, ms: 41.6 }]) }],
+    });
+    const human = await cli(["job", id]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^result\s+\{"ok":true\}$/m);
+    expect(human.stdout).toMatch(/^\s*1\s+1\s+succeeded\s+runner-1\s.*\scharge 42ms\s*$/m);
+    expect(human.stdout).toMatch(/^\s*STEP\s+GEN\s+NAME\s+RAN IN\s+TOOK\s+RESULT$/m);
+    expect(human.stdout).toMatch(/^\s*1\s+1\s+charge\s+1\s+42ms\s+\{"chargeId":"ch_1"\}$/m);
   });
 
   it("retries a dead job; 4 when it is not dead, 3 when it does not exist", async () => {

@@ -7,6 +7,11 @@ import { planWake } from "../shared/wake-plan.ts";
 import { nextDue } from "../shared/due.ts";
 import type { Clock } from "../shared/runner/clock.ts";
 import { runWorker } from "../shared/worker.ts";
+import { claimJobs } from "../shared/claim.ts";
+import { settleJobs } from "../shared/settle.ts";
+import type { Queryable } from "../shared/db.ts";
+import { Completer, type SettleReport } from "../shared/runner/completer.ts";
+import { systemClock } from "../shared/runner/clock.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -65,6 +70,66 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
       { seq: 2, name: "nothing", attempt: 2, result: null },
     ]);
     expect(job!.steps.map((s) => [s.position, s.name, s.attempt])).toEqual([[1, "charge", 1], [2, "receipt", 2], [3, "nothing", 2]]);
+  });
+
+  it("a step's record shares its round trip: the first with the start mark, each later one with nothing else, the last with the success", async () => {
+    const texts: string[] = [];
+    const counting: Queryable = { query: (text, values) => (texts.push(text), t.db.query(text, values)) };
+    const ran: string[] = [];
+    const three = defineJob({
+      name: "three", queue: "steps", schema: z.object({}),
+      handler: async (_p, ctx) => {
+        for (const name of ["a", "b", "c"]) await ctx.step(name, () => (ran.push(name), name));
+        return ran.length;
+      },
+    });
+    const { id } = await enqueue(t, three, {});
+    await runWorker({ store: { db: counting, schema: t.schema }, registry: createRegistry([three]), queues: ["steps"], runnerId: `w-${driver}`, slots: 2, pollMs: 20, idleMs: 200 });
+    expect(await getJob(t, id)).toMatchObject({ status: "succeeded", result: 3 });
+    expect(await stepRows(id)).toMatchObject([{ name: "a" }, { name: "b" }, { name: "c" }]);
+    const writes = texts.filter((q) => q.includes("job_steps as k"));
+    // Three records in three statements, one of them the start mark's, one the success's: no round trip of their own for two.
+    expect(writes).toHaveLength(3);
+    expect(writes.filter((q) => q.includes("handler_started = true"))).toHaveLength(1);
+    expect(writes.filter((q) => q.includes("status = 'succeeded'"))).toHaveLength(1);
+    expect(texts.filter((q) => q.includes("status = 'succeeded'"))).toHaveLength(1);
+  });
+
+  it("a step record is written with its job's start mark or end only while the lease holds, once however often it is sent", async () => {
+    const type = defineJob({ name: "fenced", queue: "steps", schema: z.object({}), handler: () => {} });
+    const { id } = await enqueue(t, type, {});
+    const [job] = await claimJobs(t, { queue: "steps", runnerId: "r", limit: 1, maxLeaseMs: 60_000, names: ["fenced"] });
+    const record = (seq: number, leaseToken = job!.leaseToken) => ({ id, leaseToken, seq, name: `s${seq}`, result: JSON.stringify(seq), durationMs: 1 });
+    expect((await settleJobs(t, { started: [job!], steps: [record(0)] })).steps).toEqual(new Set([`${id}/0`]));
+    // Sent again (the first answer lost): written once, and said so.
+    expect((await settleJobs(t, { steps: [record(0)] })).steps).toEqual(new Set([`${id}/0`]));
+    // Another token: refused, alone or with an end.
+    const stranger = "00000000-0000-4000-8000-000000000000";
+    expect((await settleJobs(t, { steps: [record(1, stranger)] })).steps.size).toBe(0);
+    expect(await settleJobs(t, { succeeded: [{ id, leaseToken: stranger }], steps: [record(1, stranger)] })).toMatchObject({ succeeded: new Set(), steps: new Set() });
+    expect(await settleJobs(t, { succeeded: [{ ...job!, result: "1" }], steps: [record(1)] })).toMatchObject({ succeeded: new Set([id]), steps: new Set([`${id}/1`]) });
+    // The lease ended with that success: a late record is refused.
+    expect((await settleJobs(t, { steps: [record(2)] })).steps.size).toBe(0);
+    expect((await stepRows(id)).map((r) => [r.name, r.result])).toEqual([["s0", 0], ["s1", 1]]);
+  });
+
+  it("the completer never writes a job's end before that job's step record, however small its batches", async () => {
+    const type = defineJob({ name: "ordered", queue: "steps", schema: z.object({}), handler: () => {} });
+    await enqueue(t, type, {});
+    await enqueue(t, type, {});
+    const [a, b] = await claimJobs(t, { queue: "steps", runnerId: "r", limit: 2, maxLeaseMs: 60_000, names: ["ordered"] });
+    const reports: SettleReport[] = [];
+    const completer = new Completer({ store: t, clock: systemClock, onSettled: (r) => void reports.push(r), maxBatch: 1 });
+    const deadline = Date.now() + 60_000;
+    const record = (job: typeof a) => ({ id: job!.id, leaseToken: job!.leaseToken, seq: 0, name: "only", result: null, durationMs: 1, deadline });
+    const written = [completer.recordStep(record(a)), completer.recordStep(record(b))];
+    completer.succeed({ id: b!.id, leaseToken: b!.leaseToken, deadline });
+    await completer.drain();
+    expect(await Promise.all(written)).toEqual([true, true]);
+    expect(reports).toMatchObject([{ lease: { id: b!.id }, kind: "succeeded", accepted: true }]);
+    expect(await stepRows(b!.id)).toHaveLength(1);
+    // Leaves nothing running for the tests after it.
+    expect((await settleJobs(t, { succeeded: [a!] })).succeeded.size).toBe(1);
   });
 
   it("a dead job's reasons name the failing step", async () => {

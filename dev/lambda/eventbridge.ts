@@ -8,6 +8,7 @@
  */
 import { Cron } from "croner";
 import { fromAwsCron } from "../../shared/aws-cron.ts";
+import type { Clock } from "../../shared/runner/clock.ts";
 import { parseSchedule } from "./schedule.ts";
 
 export interface ScheduleDefinition {
@@ -29,6 +30,12 @@ export interface SchedulesOptions {
   jitter?: "random" | "late";
   /** Each firing is delivered twice (EventBridge's at-least-once delivery, made certain). */
   duplicate?: boolean;
+  /**
+   * What the schedules' times are read on and their timers run on; default
+   * the system's (timers that do not keep the process alive). A test passes
+   * one whose pending timers it can bring forward (a job asleep for an hour).
+   */
+  clock?: Clock;
 }
 
 export interface Schedules {
@@ -44,6 +51,16 @@ export interface Schedules {
 export const AWS_SCHEDULE_PRECISION_MS = 60_000;
 /** The longest delay Node's setTimeout keeps (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The system clock, its timers unref'd: a pending schedule never keeps the process alive. */
+const systemClock: Clock = {
+  now: () => Date.now(),
+  after(ms, fn) {
+    const timer = setTimeout(fn, Math.max(0, ms));
+    timer.unref?.();
+    return () => clearTimeout(timer);
+  },
+};
 
 /** The next time (epoch ms) a schedule comes due after `afterMs`, or null when it never will. */
 export function nextScheduledTime(def: ScheduleDefinition, afterMs: number, createdMs: number): number | null {
@@ -74,7 +91,8 @@ export function validateDefinition(def: ScheduleDefinition): string | undefined 
 
 export function createSchedules(options: SchedulesOptions): Schedules {
   const precisionMs = options.precisionMs ?? AWS_SCHEDULE_PRECISION_MS;
-  const entries = new Map<string, { def: ScheduleDefinition; timer?: NodeJS.Timeout }>();
+  const clock = options.clock ?? systemClock;
+  const entries = new Map<string, { def: ScheduleDefinition; cancel?: () => void }>();
   const fired: Record<string, number> = {};
   const key = (name: string, group = "default") => `${group}/${name}`;
 
@@ -84,14 +102,13 @@ export function createSchedules(options: SchedulesOptions): Schedules {
     const dueMs = nextScheduledTime(entry.def, afterMs, createdMs);
     if (dueMs === null) return void entries.delete(k);
     const lateMs = options.jitter === "late" ? precisionMs - 1 : Math.floor(Math.random() * precisionMs);
-    const delayMs = Math.max(0, dueMs - Date.now()) + lateMs;
+    const delayMs = Math.max(0, dueMs - clock.now()) + lateMs;
     if (delayMs > MAX_TIMER_MS) {
       // Node fires a longer timer at once: wait in steps instead (a schedule weeks away).
-      entry.timer = setTimeout(() => arm(k, afterMs, createdMs), MAX_TIMER_MS);
-      entry.timer.unref?.();
+      entry.cancel = clock.after(MAX_TIMER_MS, () => arm(k, afterMs, createdMs));
       return;
     }
-    entry.timer = setTimeout(() => {
+    entry.cancel = clock.after(delayMs, () => {
       const input = (entry.def.Target.Input ?? "{}").replaceAll("<aws.scheduler.scheduled-time>", new Date(dueMs).toISOString().replace(/\.\d{3}Z$/, "Z"));
       fired[entry.def.Name] = (fired[entry.def.Name] ?? 0) + 1;
       options.fire(entry.def.Target.Arn, input);
@@ -99,15 +116,14 @@ export function createSchedules(options: SchedulesOptions): Schedules {
       const oneTime = entry.def.ScheduleExpression.startsWith("at(");
       if (oneTime && entry.def.ActionAfterCompletion === "DELETE") entries.delete(k);
       else if (!oneTime) arm(k, dueMs, createdMs);
-    }, delayMs);
-    entry.timer.unref?.();
+    });
   }
 
   return {
     create(def) {
       const k = key(def.Name, def.GroupName);
       if (entries.has(k)) return "conflict";
-      const now = Date.now();
+      const now = clock.now();
       entries.set(k, { def: { ...def, State: def.State ?? "ENABLED" } });
       arm(k, now, now);
       return "created";
@@ -115,13 +131,13 @@ export function createSchedules(options: SchedulesOptions): Schedules {
     get: (name, group) => entries.get(key(name, group))?.def,
     delete(name, group) {
       const entry = entries.get(key(name, group));
-      clearTimeout(entry?.timer);
+      entry?.cancel?.();
       return entries.delete(key(name, group));
     },
     list: () => [...entries.values()].map((e) => e.def),
     fired: () => ({ ...fired }),
     close() {
-      for (const entry of entries.values()) clearTimeout(entry.timer);
+      for (const entry of entries.values()) entry.cancel?.();
       entries.clear();
     },
   };

@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { resolve as resolvePath } from "node:path";
 import type { AddressInfo } from "node:net";
 import type { FunctionSpec } from "../../shared/config.ts";
+import type { Clock } from "../../shared/runner/clock.ts";
 import { createPool, type FunctionPool, type FunctionStats, type InflightInvocation } from "./pool.ts";
 import { createSchedules, type Schedules } from "./eventbridge.ts";
 import { createInvokeServer, functionNameOf, type InvocationType, type InvokeResult } from "./server.ts";
@@ -51,6 +52,8 @@ export interface LambdaRuntimeOptions {
   scheduleJitter?: "random" | "late";
   /** Deliver every schedule firing twice (EventBridge delivers at least once). */
   duplicateScheduleDeliveries?: boolean;
+  /** The local EventBridge Scheduler's clock; default the system's (see `SchedulesOptions.clock`). */
+  scheduleClock?: Clock;
   /** RSS check interval of busy processes; 0 turns it off. Default 50 ms. */
   memoryPollMs?: number;
   /** Idle processes are stopped after this long. Default 5 minutes. */
@@ -90,6 +93,7 @@ export async function startLambdaRuntime(options: LambdaRuntimeOptions): Promise
     precisionMs: options.schedulePrecisionMs,
     jitter: options.scheduleJitter,
     duplicate: options.duplicateScheduleDeliveries,
+    clock: options.scheduleClock,
   });
   const server = createInvokeServer({ invoke, schedules });
   await new Promise<void>((resolve, reject) => {

@@ -1,5 +1,5 @@
 import type { Store } from "../db.ts";
-import { settledEarlier, settleJobs, type Failure, type Lease, type Sleep, type Success } from "../settle.ts";
+import { settledEarlier, settleJobs, stepKey, type Failure, type Lease, type Sleep, type StepRecord, type Success } from "../settle.ts";
 import { nextTurn, type Clock } from "./clock.ts";
 import { backoffMs, isTransient } from "./transient.ts";
 
@@ -32,10 +32,11 @@ export interface CompleterOptions {
 }
 
 /**
- * The completer owns writing outcomes: start marks, successes, failures and
- * releases. What arrives while a write is in flight goes out together in the
- * next one, so a busy runner writes many jobs per round trip (and per commit)
- * and an idle one writes each at once. A failed write is retried with backoff
+ * The completer owns writing outcomes: start marks, step records,
+ * successes, failures, releases and sleeps. What arrives while a write is in
+ * flight goes out together in the next one, so a busy runner writes many
+ * jobs per round trip (and per commit) and an idle one writes each at once;
+ * a step record and its job's start mark or end in one batch go as one. A failed write is retried with backoff
  * for as long as its leases last; an outcome whose lease has run out is
  * abandoned (the rescuer records it). After a retry it first asks which
  * outcomes the lost write had already applied, so nothing is written twice.
@@ -46,7 +47,9 @@ export class Completer {
   private failed: Held<Failure>[] = [];
   private released: Held[] = [];
   private slept: Held<Sleep>[] = [];
+  private steps: Held<StepRecord>[] = [];
   private readonly startWaiters = new Map<string, (marked: boolean) => void>();
+  private readonly stepWaiters = new Map<string, (written: boolean) => void>();
   private inflight: Promise<void> | null = null;
   private failures = 0;
   private readonly maxBatch: number;
@@ -69,6 +72,19 @@ export class Completer {
     return new Promise((resolve) => {
       this.startWaiters.set(lease.id, resolve);
       this.markStarted(lease);
+    });
+  }
+
+  /**
+   * Keeps a step's result, in the next write (with its job's start mark or
+   * end when they go in the same one). Resolves true once written, false if
+   * the lease was lost.
+   */
+  recordStep(record: Held<StepRecord>): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.stepWaiters.set(stepKey(record), resolve);
+      this.steps.push(record);
+      this.kick();
     });
   }
 
@@ -117,7 +133,7 @@ export class Completer {
   private async flushAll(): Promise<void> {
     // Let outcomes of the same tick join this batch.
     await nextTurn();
-    while (this.started.length + this.backlog() > 0) {
+    while (this.started.length + this.steps.length + this.backlog() > 0) {
       await this.flushOnce();
     }
   }
@@ -131,19 +147,32 @@ export class Completer {
       released: take(this.released),
       slept: take(this.slept),
       started: [] as Held[],
+      steps: take(this.steps),
     };
+    // An end never goes before its job's step record: one whose record did not fit this batch waits for the next.
+    const later = new Set(this.steps.map((r) => r.id));
+    if (later.size > 0) {
+      const hold = <T extends Held>(list: T[], queue: T[]) => {
+        queue.unshift(...list.filter((l) => later.has(l.id)));
+        return list.filter((l) => !later.has(l.id));
+      };
+      batch.succeeded = hold(batch.succeeded, this.succeeded);
+      batch.failed = hold(batch.failed, this.failed);
+      batch.slept = hold(batch.slept, this.slept);
+    }
     const ending = new Set([...batch.succeeded, ...batch.failed, ...batch.released, ...batch.slept].map((l) => l.id));
     // A job that ends in this batch needs no start mark: its attempt row says it ran.
     for (const l of take(this.started)) {
       if (ending.has(l.id)) this.resolveStart(l.id, true);
       else batch.started.push(l);
     }
-    if (batch.started.length + batch.succeeded.length + batch.failed.length + batch.released.length + batch.slept.length === 0) return;
+    if (batch.started.length + batch.steps.length + batch.succeeded.length + batch.failed.length + batch.released.length + batch.slept.length === 0) return;
     try {
       if (this.failures > 0) await this.dropSettledEarlier(batch);
       const written = await settleJobs(this.o.store, batch);
       this.failures = 0;
       for (const l of batch.started) this.resolveStart(l.id, written.started.has(l.id));
+      for (const r of batch.steps) this.resolveStep(stepKey(r), written.steps.has(stepKey(r)));
       for (const l of batch.succeeded) this.o.onSettled({ lease: l, kind: "succeeded", accepted: written.succeeded.has(l.id) });
       for (const f of batch.failed) {
         this.o.onSettled({ lease: f, kind: "failed", accepted: written.failed.has(f.id), status: written.failed.get(f.id) });
@@ -158,6 +187,7 @@ export class Completer {
       // non-transient error is retried too (a statement cannot half-apply),
       // and leases bound how long.
       this.started.unshift(...batch.started);
+      this.steps.unshift(...batch.steps);
       this.succeeded.unshift(...batch.succeeded);
       this.failed.unshift(...batch.failed);
       this.released.unshift(...batch.released);
@@ -169,10 +199,12 @@ export class Completer {
 
   /** After a lost write, outcomes it had already applied are reported, not written again. */
   private async dropSettledEarlier(
-    batch: { succeeded: Held<Success>[]; failed: Held<Failure>[]; released: Held[]; slept: Held<Sleep>[] },
+    batch: { succeeded: Held<Success>[]; failed: Held<Failure>[]; released: Held[]; slept: Held<Sleep>[]; steps: Held<StepRecord>[] },
   ): Promise<void> {
     const done = await settledEarlier(this.o.store, [...batch.succeeded, ...batch.failed, ...batch.released, ...batch.slept]);
     if (done.size === 0) return;
+    // A record that rode with an end already written was written with it.
+    batch.steps = batch.steps.filter((r) => !done.has(r.id) || (this.resolveStep(stepKey(r), true), false));
     const keep = <T extends Held>(list: T[], kind: SettleKind) =>
       list.filter((l) => {
         const status = done.get(l.id);
@@ -203,6 +235,18 @@ export class Completer {
       this.resolveStart(l.id, false);
       return false;
     });
+    this.steps = this.steps.filter((r) => {
+      if (r.deadline > now) return true;
+      this.resolveStep(stepKey(r), false);
+      return false;
+    });
+  }
+
+  private resolveStep(key: string, written: boolean): void {
+    const waiter = this.stepWaiters.get(key);
+    if (!waiter) return;
+    this.stepWaiters.delete(key);
+    waiter(written);
   }
 
   private resolveStart(id: string, marked: boolean): void {

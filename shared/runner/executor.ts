@@ -4,7 +4,7 @@ import type { JobContext, JobType } from "../job.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson } from "../payload.ts";
 import type { Store } from "../db.ts";
 import type { Clock } from "./clock.ts";
-import { StepRun } from "./steps.ts";
+import { StepRun, type RecordStep } from "./steps.ts";
 
 /**
  * How one run of a handler ended: with its result (JSON, absent when it
@@ -65,6 +65,12 @@ export interface ExecuteArgs {
   maxResultBytes?: number;
   /** Where `ctx.step` records its results; without it, `ctx.step` and `ctx.sleep` throw. */
   store?: Store;
+  /**
+   * Writes step records in order with this attempt's settle (the runner's
+   * completer), so each shares a round trip with other writes; without it,
+   * each record is written on its own.
+   */
+  recordStep?: RecordStep;
 }
 
 /**
@@ -79,7 +85,7 @@ export interface ExecuteArgs {
  * read after the deadline comes already aborted). The deadline ends the run
  * whether or not the handler listens.
  */
-export function executeJob({ job, type, deadline, clock, context, maxResultBytes, store }: ExecuteArgs): Promise<Outcome> {
+export function executeJob({ job, type, deadline, clock, context, maxResultBytes, store, recordStep }: ExecuteArgs): Promise<Outcome> {
   const parsed = (type.schema as z.ZodType).safeParse(job.payload);
   if (!parsed.success) {
     return Promise.resolve({ outcome: "failed", permanent: true, error: `payload does not match the schema of ${job.name}: ${parsed.error.message}` });
@@ -93,7 +99,7 @@ export function executeJob({ job, type, deadline, clock, context, maxResultBytes
   const stepRun = () => {
     if (!store) throw new Error("ctx.step and ctx.sleep need the runner's store");
     const abortAt = deadline - settleMarginMs(job.leaseMs);
-    return (steps ??= new StepRun(store, job, clock, (runAt) => finish({ outcome: "slept", runAt }), maxResultBytes, abortAt));
+    return (steps ??= new StepRun(store, job, clock, (runAt) => finish({ outcome: "slept", runAt }), maxResultBytes, abortAt, recordStep));
   };
   const ctx: JobContext = {
     runnerId: context.runnerId, enqueue: context.enqueue,

@@ -1,6 +1,7 @@
 import type { ClaimedJob } from "../claim.ts";
 import { sql, type Store } from "../db.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson } from "../payload.ts";
+import { settleJobs, stepKey, type StepRecord } from "../settle.ts";
 import type { Clock } from "./clock.ts";
 
 /**
@@ -14,7 +15,21 @@ import type { Clock } from "./clock.ts";
  * number under another name, fails the attempt (the code changed under the
  * job). A step is at least once: one whose runner died before its record
  * was written runs again; its recorded result is exactly once.
+ *
+ * Where the records go (`RecordStep`): written by the runner's completer in
+ * order with its settles, a record is awaited only before the next step's
+ * function runs (or the next sleep), so it shares its round trip with the
+ * runner's other writes, and the last one rides with the attempt's end (a
+ * success, failure, sleep or yield: written if and only if that is). Without
+ * one, each record is written on its own and awaited before the step returns.
  */
+
+/** Writes one step's record, fenced by its lease; resolves whether it was written. */
+export type RecordStep = (record: StepRecord) => Promise<boolean>;
+
+/** One record on its own round trip: for a caller that settles by itself, outside the completer's order. */
+export const recordStepAlone = (store: Store): RecordStep => async (record) =>
+  (await settleJobs(store, { steps: [record] })).steps.has(stepKey(record));
 
 /** One step as an attempt reached it: replayed from the record, or run (and how long it took). */
 export interface StepLogEntry {
@@ -42,15 +57,6 @@ join leasehold.jobs j on j.id = s.job_id and j.generation = s.generation
 where j.id = $1::bigint and j.lease_token = $2::uuid
 order by s.seq`;
 
-// FOR SHARE holds the job row until the record commits: a rescue or settle
-// waits for it, and one that came first leaves no row to read (fenced).
-const RECORD_STEP = `
-insert into leasehold.job_steps (job_id, generation, seq, name, result, attempt, duration_ms)
-select j.id, j.generation, $3::integer, $4::text, $5::jsonb, j.runs, $6::float8
-from leasehold.jobs j
-where j.id = $1::bigint and j.lease_token = $2::uuid and j.status = 'running' and j.lease_expires_at > now()
-for share`;
-
 type Recorded = { name: string; result: unknown };
 
 export class StepRun {
@@ -66,6 +72,11 @@ export class StepRun {
   failedStep: string | null = null;
   /** A step-order error: the attempt fails whatever the handler does with it. */
   broken: StepOrderError | null = null;
+  /** The last step's record, while it is being written after the step returned. */
+  private pending: { name: string; written: Promise<boolean> } | null = null;
+  private readonly record: RecordStep;
+  /** Records are written in order with the settle: awaited before the next step, not before the handler goes on. */
+  private readonly ordered: boolean;
 
   constructor(
     private readonly store: Store,
@@ -76,7 +87,12 @@ export class StepRun {
     private readonly maxBytes = DEFAULT_MAX_PAYLOAD_BYTES,
     /** Local time the handler's signal fires (its lease deadline less the settle margin); no yield when absent. */
     private readonly abortAt = Number.POSITIVE_INFINITY,
-  ) {}
+    /** The runner's ordered writer of records; each record on its own round trip when absent. */
+    record?: RecordStep,
+  ) {
+    this.record = record ?? recordStepAlone(store);
+    this.ordered = record !== undefined;
+  }
 
   /** The step log as JSON for the attempt row, or null when no step was reached. */
   logJson(): string | null {
@@ -123,7 +139,21 @@ export class StepRun {
     return new Promise<void>(() => {});
   }
 
+  /** The previous step's record is written before anything that may depend on it runs; a record refused means the lease was lost. */
+  private async flush(): Promise<void> {
+    const pending = this.pending;
+    if (!pending) return;
+    const written = await pending.written;
+    if (this.pending === pending) this.pending = null;
+    if (!written) {
+      this.failedStep = pending.name;
+      throw new LeaseLostError(`step "${pending.name}" of job ${this.job.id} ran but its result was not recorded: the lease was lost`);
+    }
+  }
+
   private async run<T>(seq: number, name: string, fn: () => Promise<T> | T): Promise<T> {
+    const calledAt = performance.now();
+    await this.flush();
     const startedAt = performance.now();
     this.inFlight = name;
     let value: T;
@@ -139,15 +169,16 @@ export class StepRun {
       throw new Error(`step "${name}" returned what cannot be recorded: ${json.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
     }
     const ms = performance.now() - startedAt;
-    const { rowCount } = await this.store.db.query(sql(this.store.schema, RECORD_STEP), [
-      this.job.id, this.job.leaseToken, seq, name, value === undefined ? null : json.json, ms,
-    ]);
-    if (rowCount !== 1) {
-      this.failedStep = name;
-      throw new LeaseLostError(`step "${name}" of job ${this.job.id} ran but its result was not recorded: the lease was lost`);
-    }
+    this.pending = {
+      name,
+      written: this.record({
+        id: this.job.id, leaseToken: this.job.leaseToken, seq, name, result: value === undefined ? null : json.json, durationMs: ms,
+      }),
+    };
+    if (!this.ordered) await this.flush();
     this.inFlight = null;
-    this.longestMs = Math.max(this.longestMs, performance.now() - startedAt);
+    // What the next step may take: its wait for this record, its function, its record.
+    this.longestMs = Math.max(this.longestMs, performance.now() - calledAt);
     this.log.push({ name, replayed: false, ms: Math.round(ms * 10) / 10 });
     return value;
   }

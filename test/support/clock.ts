@@ -38,3 +38,53 @@ export class ManualClock implements Clock {
     return this.timers.length;
   }
 }
+
+/**
+ * The system clock, with timers a test can bring forward: `fastForward(ms)`
+ * fires at once every pending timer due within `ms` (in order) and brings
+ * the others `ms` closer, as if `ms` had passed with nothing else happening.
+ * `now()` stays the system's, the clock the functions' processes write their
+ * times in, so a timer set after a fast-forward keeps its true delay. (A
+ * recurring timer brought forward fires once for the skipped span, not once
+ * per interval in it.) The test moves what the database holds for the same
+ * span itself.
+ */
+export class FastForwardClock implements Clock {
+  private readonly timers = new Map<number, { dueMs: number; fn: () => void; timer: ReturnType<typeof setTimeout> }>();
+  private nextId = 0;
+
+  now(): number {
+    return Date.now();
+  }
+
+  after(ms: number, fn: () => void): () => void {
+    const id = this.nextId++;
+    this.set(id, Date.now() + Math.max(0, ms), fn);
+    return () => {
+      clearTimeout(this.timers.get(id)?.timer);
+      this.timers.delete(id);
+    };
+  }
+
+  fastForward(ms: number): void {
+    const pending = [...this.timers].sort(([a, x], [b, y]) => x.dueMs - y.dueMs || a - b);
+    for (const [id, { dueMs, fn, timer }] of pending) {
+      clearTimeout(timer);
+      this.set(id, dueMs - ms, fn);
+    }
+  }
+
+  /** When the pending timers are due (epoch ms), earliest first. */
+  pending(): number[] {
+    return [...this.timers.values()].map((t) => t.dueMs).sort((a, b) => a - b);
+  }
+
+  private set(id: number, dueMs: number, fn: () => void): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(id);
+      fn();
+    }, Math.max(0, dueMs - Date.now()));
+    timer.unref?.();
+    this.timers.set(id, { dueMs, fn, timer });
+  }
+}
