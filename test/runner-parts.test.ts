@@ -102,6 +102,15 @@ describe("transient errors", () => {
     expect(isTransient(undefined)).toBe(false);
   });
 
+  it("knows a transient SQLSTATE by its code alone, whatever the message says", () => {
+    // A driver, a proxy or a translated server message may word these differently: the code decides.
+    const coded = (code: string) => Object.assign(new Error("(message in another words)"), { code });
+    for (const code of ["57P01", "57P02", "57P03", "53300", "53400", "40001", "40P01", "55P03", "57014", "08000", "08003", "08006"]) {
+      expect(isTransient(coded(code)), code).toBe(true);
+    }
+    for (const code of ["42P01", "23505", "22P02", "42601", "P0001"]) expect(isTransient(coded(code)), code).toBe(false);
+  });
+
   it("backs off exponentially with jitter, capped", () => {
     expect(backoffMs(1, 50, 2_000, () => 1)).toBe(50);
     expect(backoffMs(3, 50, 2_000, () => 1)).toBe(200);
