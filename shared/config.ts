@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SCHEMA_NAME } from "./db.ts";
 import { schedulerTimeoutNeededMs } from "./wake-plan.ts";
 
 /**
@@ -125,7 +126,7 @@ export const configSchema = z
   .object({
     /** The app's jobs module (exports `registry`, optionally `recurring`), relative to the app's root. */
     jobs: z.string().min(1).default("jobs/index.ts"),
-    schema: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/).default(DEFAULT_SCHEMA),
+    schema: z.string().regex(SCHEMA_NAME).default(DEFAULT_SCHEMA),
     /** Runner functions by name; each serves its own queues with its own size. */
     runners: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), runnerSchema).prefault({
       runner: { queues: [DEFAULT_QUEUE], light: { memoryMb: 256, slots: 4 } },

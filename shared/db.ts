@@ -26,7 +26,8 @@ export interface Store {
   schema: string;
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+/** A schema name Leasehold accepts: a plain lowercase identifier Postgres need not quote (at most 63 bytes). The one definition. */
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 const cache = new Map<string, Map<string, string>>();
 
 /** The schema name, validated as a plain identifier and quoted. */

@@ -1,4 +1,5 @@
 import { DEFAULT_SCHEMA } from "./config.ts";
+import { SCHEMA_NAME } from "./db.ts";
 import { ValidationError } from "./errors.ts";
 
 /**
@@ -32,8 +33,6 @@ export interface SettingSources {
   env?: Record<string, string | undefined>;
   config?: { schema?: string };
 }
-
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export function resolveSettings(sources: SettingSources = {}): Settings {
   const env = sources.env ?? {};

@@ -96,6 +96,13 @@ const notifyEnd = (alias: string, when = "true") =>
 const FENCED = `j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()`;
 
 /**
+ * The retry-or-dead rule of a failure: it ends the job `dead` when it is
+ * permanent or was its last attempt (an attempt owed from an earlier death
+ * counted); otherwise the job is queued again after its retry delay.
+ */
+const FAILURE_ENDS_DEAD = `(s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts)`;
+
+/**
  * The settle statement for the kinds a batch holds, composed once per
  * combination from static parts (every value a bound, cast parameter): a
  * batch of successes alone, the common case, plans in a sixth of the time
@@ -148,10 +155,9 @@ const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Part<Fail
   -- failure; and the job keeps recording its start first (its handler may
   -- have gone on to kill its runner after it was aborted).
   set attempts = least(j.max_attempts, j.attempts + j.owes_attempt::integer),
-      status = (case when s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts then 'dead' else 'queued' end)::leasehold.job_status,
-      run_at = case when s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts then j.run_at
-                    else now() + s.delay_ms * interval '1 millisecond' end,
-      finished_at = case when s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts then now() end,
+      status = (case when ${FAILURE_ENDS_DEAD} then 'dead' else 'queued' end)::leasehold.job_status,
+      run_at = case when ${FAILURE_ENDS_DEAD} then j.run_at else now() + s.delay_ms * interval '1 millisecond' end,
+      finished_at = case when ${FAILURE_ENDS_DEAD} then now() end,
       lease_expires_at = null, last_error = s.error, suspect = false, owes_attempt = false
   from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[], ${p[5]}::boolean[], ${p[6]}::text[])
     as s(id, token, outcome, error, delay_ms, permanent, steps)
