@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Pool, Store } from "../shared/db.ts";
@@ -5,6 +6,7 @@ import { claimJobs } from "../shared/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { createRegistry, defineJob, type EnqueuedJob } from "../shared/job.ts";
 import { failJobs } from "../shared/settle.ts";
+import { pruneJobs } from "../shared/stats.ts";
 import { runWorker } from "../shared/worker.ts";
 import { createPool, createTestDb, drivers, type TestDb } from "./support/db.ts";
 
@@ -274,5 +276,97 @@ describe("debounce and throttle, one connection", () => {
     expect(() => defineJob({ name: "typo", schema: z.object({}), handler: () => {}, debounce: { ...debounce, maxWait: 10 } as never }))
       .toThrow(/debounce\.maxWait: unknown option "maxWait"; known: key, periodMs, maxWaitMs/);
     expect(await count()).toBe(before);
+  });
+});
+
+describe("debounce and throttle against a model, for random sequences of enqueues, claims, failures and windows ending", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 4);
+  });
+  afterAll(() => t.drop());
+
+  type Op =
+    | { op: "debounce" | "throttle"; key: number; n: number }
+    | { op: "claim" | "fail" | "windowsEnd" };
+  const opArb: fc.Arbitrary<Op> = fc.oneof(
+    { arbitrary: fc.record({ op: fc.constant("debounce" as const), key: fc.integer({ min: 0, max: 2 }), n: fc.integer({ min: 0, max: 1_000 }) }), weight: 4 },
+    { arbitrary: fc.record({ op: fc.constant("throttle" as const), key: fc.integer({ min: 0, max: 2 }), n: fc.integer({ min: 0, max: 1_000 }) }), weight: 2 },
+    { arbitrary: fc.record({ op: fc.constantFrom("claim" as const, "fail" as const) }), weight: 3 },
+    { arbitrary: fc.record({ op: fc.constant("windowsEnd" as const) }), weight: 1 },
+  );
+
+  it("the job each enqueue returns, and the jobs that stand, are the model's", async () => {
+    const types = jobTypes([]);
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 14 }), async (ops) => {
+        const queue = `prop${run++}`;
+        const key = (k: number) => `${queue}-k${k}`;
+        /** Per debounce key: the unclaimed job and its payload's n. Per throttle key: the standing job, and every job made. */
+        const debounced = new Map<number, { id: string; n: number }>();
+        const windows = new Map<number, string>();
+        const throttledJobs = new Map<number, number>();
+        let held: { id: string; leaseToken: string }[] = [];
+        for (const o of ops) {
+          if (o.op === "debounce") {
+            const r = await enqueue(t, types.reindex, { doc: queue, n: o.n }, { queue, debounce: { key: key(o.key), periodMs: 600_000 } });
+            const before = debounced.get(o.key);
+            expect(r).toEqual(before ? { id: before.id, existing: true, debounced: true } : { id: r.id, existing: false });
+            debounced.set(o.key, { id: r.id, n: o.n });
+          } else if (o.op === "throttle") {
+            const r = await enqueue(t, types.notify, { doc: queue, n: o.n }, { queue, throttle: { key: key(o.key), periodMs: 600_000 } });
+            const standing = windows.get(o.key);
+            expect(r).toEqual(standing ? { id: standing, existing: true, throttled: true } : { id: r.id, existing: false });
+            if (!standing) throttledJobs.set(o.key, (throttledJobs.get(o.key) ?? 0) + 1);
+            windows.set(o.key, r.id);
+          } else if (o.op === "claim") {
+            await t.admin.query(`update "${t.schema}".jobs set run_at = now() where queue = $1 and status = 'queued'`, [queue]);
+            held = [...held, ...(await claimJobs(t, { queue, runnerId: "prop", limit: 100, maxLeaseMs: 600_000 }))];
+            debounced.clear();
+          } else if (o.op === "fail") {
+            await failJobs(t, held.map((h) => ({ ...h, outcome: "failed" as const, error: "prop", retryDelayMs: 600_000 })));
+            held = [];
+          } else {
+            await t.admin.query(`update "${t.schema}".throttle_windows set window_ends_at = now() - interval '1 millisecond' where key like $1`, [`${queue}-%`]);
+            windows.clear();
+          }
+          const { rows } = await t.admin.query<{ id: string; name: string; key: string | null; n: number; unclaimed: boolean }>(
+            `select id::text, name, debounce_key as key, (payload->>'n')::int as n, status = 'queued' and runs = 0 as unclaimed
+             from "${t.schema}".jobs where queue = $1`, [queue]);
+          for (const k of [0, 1, 2]) {
+            const unclaimed = rows.filter((r) => r.key === key(k) && r.unclaimed).map((r) => ({ id: r.id, n: r.n }));
+            expect(unclaimed).toEqual(debounced.has(k) ? [debounced.get(k)] : []);
+            expect(rows.filter((r) => r.name === "notify" && r.n !== null).length).toBe([...throttledJobs.values()].reduce((a, b) => a + b, 0));
+          }
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe("pruning throttle windows", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 2);
+  });
+  afterAll(() => t.drop());
+
+  it("deletes windows that have ended and those whose job it prunes, and keeps an open window of a job it keeps", async () => {
+    const { notify } = jobTypes([]);
+    const throttle = (key: string) => ({ throttle: { key, periodMs: 600_000 } });
+    const ended = await enqueue(t, notify, { doc: "p", n: 1 }, throttle("ended"));
+    const pruned = await enqueue(t, notify, { doc: "p", n: 2 }, throttle("pruned"));
+    const open = await enqueue(t, notify, { doc: "p", n: 3 }, throttle("open"));
+    await t.admin.query(`update "${t.schema}".throttle_windows set window_ends_at = now() - interval '1 second' where key = 'ended'`);
+    await t.admin.query(`update "${t.schema}".jobs set status = 'succeeded', finished_at = now() - interval '30 days' where id = $1::bigint`, [pruned.id]);
+    expect(await pruneJobs(t, 7 * 24 * 3600_000)).toBe(1);
+    const { rows } = await t.admin.query<{ key: string }>(`select key from "${t.schema}".throttle_windows order by key`);
+    expect(rows.map((r) => r.key)).toEqual(["open"]);
+    // The next enqueue of a pruned job's key opens a new window; the open one still throttles.
+    expect((await enqueue(t, notify, { doc: "p", n: 4 }, throttle("pruned"))).existing).toBe(false);
+    expect((await enqueue(t, notify, { doc: "p", n: 5 }, throttle("ended"))).id).not.toBe(ended.id);
+    expect(await enqueue(t, notify, { doc: "p", n: 6 }, throttle("open"))).toEqual({ id: open.id, existing: true, throttled: true });
   });
 });
