@@ -6,7 +6,8 @@ import { claimJobs } from "../shared/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
 import { createRegistry, defineJob, type EnqueuedJob } from "../shared/job.ts";
 import { failJobs } from "../shared/settle.ts";
-import { pruneJobs } from "../shared/stats.ts";
+import { countReady, pruneJobs } from "../shared/stats.ts";
+import { nextDue } from "../shared/due.ts";
 import { runWorker } from "../shared/worker.ts";
 import { createPool, createTestDb, drivers, type TestDb } from "./support/db.ts";
 
@@ -177,6 +178,27 @@ describe("debounce and throttle, one connection", () => {
     expect(d.n).toBe(4);
     const { rows } = await t.admin.query(`select 1 from "${t.schema}".jobs where debounce_key = 'doc-1'`);
     expect(rows).toHaveLength(1);
+  });
+
+  it("after a debounce moves a start, the scheduler's due time is the new start, and nothing counts as due at the old one", async () => {
+    const can = { names: ["reindex"], maxLeaseMs: new Map([["flow", 60_000]]) };
+    const debounce = { key: "due-1", periodMs: 3_000 };
+    const { id } = await enqueue(t, types.reindex, { doc: "due", n: 1 }, { debounce });
+    const first = await read(id);
+    expect((await nextDue(t, can)).laterAt!.getTime()).toBeCloseTo(first.run_ms, -1);
+    await sleep(2_000);
+    await enqueue(t, types.reindex, { doc: "due", n: 2 }, { debounce });
+    const moved = await read(id);
+    expect(moved.run_ms - first.run_ms).toBeGreaterThanOrEqual(1_500);
+    // At the old start (what a scheduler that watched it wakes to), with startLeadMs of 1 s: nothing to start a runner for.
+    await sleep(Math.max(0, first.run_ms - (await dbNowMs())));
+    expect(await countReady(t, can, 100, 1_000)).toBe(0);
+    const due = await nextDue(t, can);
+    expect(due.laterAt!.getTime()).toBeCloseTo(moved.run_ms, -1);
+    // At the new start it is ready.
+    await sleep(Math.max(0, moved.run_ms - (await dbNowMs())));
+    expect(await countReady(t, can, 100)).toBe(1);
+    await t.admin.query(`update "${t.schema}".jobs set status = 'cancelled' where id = $1::bigint`, [id]);
   });
 
   it("a debounced job a runner has claimed is left alone: the next enqueue makes a new job, and the claimed one's retry queues beside it", async () => {
