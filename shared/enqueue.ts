@@ -4,6 +4,7 @@ import { ValidationError } from "./errors.ts";
 import type { EnqueuedJob, EnqueueOptions, JobType } from "./job.ts";
 import { toClaimed, type ClaimedJob, type ClaimedRow } from "./claim.ts";
 import { dedupeIdentity, toRows, type EnqueueLimits, type Row } from "./validate.ts";
+import { debounceJobs, throttleJobs } from "./flow-control.ts";
 
 export { enqueueOptionsSchema, type EnqueueLimits } from "./validate.ts";
 
@@ -144,6 +145,8 @@ async function insertDeduped(store: Store, rows: readonly Row[]): Promise<Enqueu
  * ValidationError names the field and nothing is written. Pass a transaction
  * client as `store.db` to enqueue inside it. A job whose dedupe key matches a
  * pending job returns that job with `existing: true`, without writing to it.
+ * A debounced or throttled job returns the job that stands for its key
+ * (`existing` and `debounced` or `throttled`; see `Debounce`, `Throttle`).
  * Results are in the order of `specs`. `limits` adds the deployment's rules:
  * which queues are served, and the payload size limit. A batch whose keys
  * are pending takes a second statement (a third if one finished meanwhile):
@@ -152,6 +155,34 @@ async function insertDeduped(store: Store, rows: readonly Row[]): Promise<Enqueu
 export async function enqueueJobs(store: Store, specs: readonly JobSpec<any>[], limits?: EnqueueLimits): Promise<EnqueuedJob[]> {
   const rows = toRows(specs, limits);
   if (rows.length === 0) return [];
+  if (rows.some((r) => r.debounceKey !== null || r.throttleKey !== null)) return insertFlowControlled(store, rows);
+  return insertRows(store, rows);
+}
+
+/**
+ * A batch with debounced or throttled rows: those first (debounce, then
+ * throttle, each in key order, so batches lock keys in one order), then the
+ * rest. One statement per kind: enqueue inside a transaction to make such a
+ * batch all or nothing.
+ */
+async function insertFlowControlled(store: Store, rows: readonly Row[]): Promise<EnqueuedJob[]> {
+  const results: EnqueuedJob[] = new Array(rows.length);
+  const kinds = [
+    { pick: (r: Row) => r.debounceKey !== null, write: debounceJobs },
+    { pick: (r: Row) => r.throttleKey !== null, write: throttleJobs },
+    { pick: (r: Row) => r.debounceKey === null && r.throttleKey === null, write: insertRows },
+  ];
+  for (const { pick, write } of kinds) {
+    const at = rows.flatMap((r, i) => (pick(r) ? [i] : []));
+    if (at.length === 0) continue;
+    const written = await write(store, at.map((i) => rows[i]!));
+    at.forEach((i, n) => (results[i] = written[n]!));
+  }
+  return results;
+}
+
+/** Rows without debounce or throttle. */
+async function insertRows(store: Store, rows: readonly Row[]): Promise<EnqueuedJob[]> {
   if (rows.some((r) => r.dedupeKey !== null)) return insertDeduped(store, rows);
   const one = rows.length === 1;
   const { rows: written } = await store.db.query<{ id: string }>(
@@ -180,10 +211,10 @@ returning id::text, queue, name, payload, attempts, runs, start_first or attempt
 export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId: string, limits?: EnqueueLimits): Promise<ClaimedJob> {
   const [row] = toRows([spec], limits) as [Row];
   const refused = row.runAtMs !== null ? "runAt" : row.delayMs > 0 ? "delayMs" : row.dedupeKey !== null ? "dedupeKey"
-    : row.concurrencyKey !== null ? "concurrency" : null;
+    : row.concurrencyKey !== null ? "concurrency" : row.debounceKey !== null ? "debounce" : row.throttleKey !== null ? "throttle" : null;
   if (refused) {
-    throw new ValidationError(`enqueueClaimed takes only jobs to run now, without a dedupe key or a concurrency limit: ${refused} given`, [
-      { path: [refused], message: "a job claimed as it is enqueued must run now, without a dedupe key or a concurrency limit" },
+    throw new ValidationError(`enqueueClaimed takes only jobs to run now, without a dedupe key, a concurrency limit, a debounce or a throttle: ${refused} given`, [
+      { path: [refused], message: "a job claimed as it is enqueued must run now, without a dedupe key, a concurrency limit, a debounce or a throttle" },
     ]);
   }
   const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), [

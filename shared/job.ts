@@ -95,6 +95,32 @@ export interface ConcurrencyLimit<P = unknown> {
   key?: (payload: P) => string | null | undefined;
 }
 
+/**
+ * Debounce on enqueue: one job per key that no runner has claimed yet. An
+ * enqueue that finds one updates it to its own payload and options and
+ * moves its start to `periodMs` after this enqueue, never later than
+ * `maxWaitMs` after the job's first enqueue (default
+ * `DEFAULT_DEBOUNCE_MAX_WAIT_PERIODS` periods), so a steady stream still
+ * runs. Once claimed, the job no longer counts: the next enqueue starts a
+ * new one. On a job type, `key` may be a function of the payload (null: not
+ * debounced); keys are per job type.
+ */
+export interface Debounce<P = unknown> {
+  key: string | ((payload: P) => string | null | undefined);
+  periodMs: number;
+  maxWaitMs?: number;
+}
+
+/**
+ * Throttle on enqueue: the first job of a key stands for `periodMs` from its
+ * enqueue; every other enqueue of the key in that window returns it and
+ * writes nothing. Keys are per job type.
+ */
+export interface Throttle<P = unknown> {
+  key: string | ((payload: P) => string | null | undefined);
+  periodMs: number;
+}
+
 export interface JobType<S extends z.ZodType = z.ZodType> extends JobDefaults {
   name: string;
   schema: S;
@@ -106,6 +132,10 @@ export interface JobType<S extends z.ZodType = z.ZodType> extends JobDefaults {
    * Default true: each group gets its turn.
    */
   fair?: boolean;
+  /** Every enqueue of this type is debounced by its key, unless the enqueue gives its own. */
+  debounce?: Debounce<z.output<S>>;
+  /** Every enqueue of this type is throttled by its key, unless the enqueue gives its own. */
+  throttle?: Throttle<z.output<S>>;
 }
 
 export interface EnqueueOptions {
@@ -123,12 +153,27 @@ export interface EnqueueOptions {
    * slots between the groups with ready jobs, in turn.
    */
   group?: string;
+  /**
+   * Debounce by `key` (see `Debounce`), replacing the job type's debounce or
+   * throttle. Not with `runAt`, `delayMs`, `dedupeKey` or `throttle`.
+   */
+  debounce?: { key: string; periodMs: number; maxWaitMs?: number };
+  /** Throttle by `key` (see `Throttle`), replacing the job type's debounce or throttle. Not with `dedupeKey`. */
+  throttle?: { key: string; periodMs: number };
 }
 
 export interface EnqueuedJob {
   id: string;
-  /** True when a pending job with the same dedupe key was returned instead. */
+  /**
+   * True when a job already there was returned instead of a new one: a
+   * pending job with the same dedupe key, a debounced job (then `debounced`),
+   * or the job standing in a throttle window (then `throttled`).
+   */
   existing: boolean;
+  /** Present and true when an unclaimed job with the same debounce key took this enqueue's payload and start. */
+  debounced?: boolean;
+  /** Present and true when the job standing in the key's throttle window was returned; nothing was written. */
+  throttled?: boolean;
 }
 
 /**
@@ -141,7 +186,7 @@ export interface EnqueuedJob {
  */
 export function defineJob<S extends z.ZodType>(
   definition: { name: string; schema: S; handler: JobType<S>["handler"] } & Partial<JobDefaults> &
-    Pick<JobType<S>, "concurrency" | "fair">,
+    Pick<JobType<S>, "concurrency" | "fair" | "debounce" | "throttle">,
   serving?: ServingRules,
 ): JobType<S> {
   checkDefinitionKeys(definition);

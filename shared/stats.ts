@@ -106,12 +106,16 @@ with old as (
   delete from leasehold.job_attempts a using old where a.job_id = old.id
 ), steps as (
   delete from leasehold.job_steps s using old where s.job_id = old.id
+), windows as (
+  delete from leasehold.throttle_windows w
+  where w.window_ends_at < now() or w.job_id in (select id from old)
 )
 select count(*)::integer as deleted from old`;
 
 /**
  * Deletes finished jobs (and their attempts, steps and results) older than `retentionMs`, a
- * batch at a time. Returns how many it deleted.
+ * batch at a time, and the throttle windows that have ended or whose job it
+ * deleted (a window ends with its job). Returns how many jobs it deleted.
  */
 export async function pruneJobs(
   store: Store,

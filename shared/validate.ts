@@ -8,6 +8,7 @@ import { z } from "zod";
 import { MAX_BACKOFF_MS, RUNNER_MARGIN_MS } from "./config.ts";
 import { concurrencyIssues, fairnessOf, type Fairness } from "./concurrency.ts";
 import { ValidationError } from "./errors.ts";
+import { flowControlIssues, flowControlOf, MAX_FLOW_KEY_LENGTH, MAX_FLOW_PERIOD_MS, type FlowControl } from "./flow-control.ts";
 import type { EnqueueOptions, JobDefaults, JobType } from "./job.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson, type Issue, type Path } from "./payload.ts";
 import { servingProblem, type ServingRules } from "./serving.ts";
@@ -37,6 +38,7 @@ export const storableText = (max: number) =>
 
 const priority = () => z.number().int().min(MIN_PRIORITY).max(MAX_PRIORITY);
 const maxAttempts = () => z.number().int().min(1).max(MAX_ATTEMPTS);
+const flowPeriodMs = () => z.number().int().min(1).max(MAX_FLOW_PERIOD_MS);
 
 /**
  * Each enqueue option's schema, made anew on each call: an edge that extends
@@ -54,6 +56,11 @@ export const enqueueOptionFields = () => ({
   maxAttempts: maxAttempts().optional(),
   dedupeKey: storableText(MAX_DEDUPE_KEY_LENGTH).optional(),
   group: storableText(MAX_GROUP_LENGTH).optional(),
+  debounce: z
+    .strictObject({ key: storableText(MAX_FLOW_KEY_LENGTH), periodMs: flowPeriodMs(), maxWaitMs: flowPeriodMs().optional() })
+    .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.periodMs, { path: ["maxWaitMs"], message: "must be at least periodMs" })
+    .optional(),
+  throttle: z.strictObject({ key: storableText(MAX_FLOW_KEY_LENGTH), periodMs: flowPeriodMs() }).optional(),
 });
 
 export const enqueueOptionsSchema = z.strictObject(enqueueOptionFields());
@@ -75,7 +82,7 @@ export interface EnqueueLimits {
 }
 
 /** One job's row, validated. */
-export interface Row extends Fairness {
+export interface Row extends Fairness, FlowControl {
   queue: string;
   name: string;
   payload: string;
@@ -109,6 +116,7 @@ function definitionIssues(type: JobType, at: Path, serving: ServingRules | undef
     issues.push({ path: [...at, "name"], message: `invalid job name ${JSON.stringify(type.name)}: use 1-128 of A-Z a-z 0-9 _ . : -` });
   }
   issues.push(...concurrencyIssues(type, at));
+  issues.push(...flowControlIssues(type, at));
   const checked = jobDefaultsSchema.safeParse(type);
   if (!checked.success) return [...issues, ...zodIssues(checked.error, at)];
   const problem = serving && servingProblem(serving, type.queue, type.leaseMs);
@@ -126,6 +134,8 @@ const definitionKeys = z.strictObject({
   queue: z.unknown(), maxAttempts: z.unknown(), leaseMs: z.unknown(), backoffMs: z.unknown(), priority: z.unknown(),
   concurrency: z.strictObject({ limit: z.unknown(), key: z.unknown() }).optional(),
   fair: z.unknown(),
+  debounce: z.strictObject({ key: z.unknown(), periodMs: z.unknown(), maxWaitMs: z.unknown() }).optional(),
+  throttle: z.strictObject({ key: z.unknown(), periodMs: z.unknown() }).optional(),
 });
 
 /** Refuses a definition with an option `defineJob` does not know, naming each such option. */
@@ -133,7 +143,8 @@ export function checkDefinitionKeys(definition: unknown): void {
   const parsed = definitionKeys.safeParse(definition);
   if (parsed.success) return;
   const issues = parsed.error.issues.flatMap((i) => i.code !== "unrecognized_keys" ? [] : i.keys.map((key) => {
-    const known = Object.keys(i.path.length === 0 ? definitionKeys.shape : definitionKeys.shape.concurrency.unwrap().shape);
+    const nested = i.path[0] as "concurrency" | "debounce" | "throttle" | undefined;
+    const known = Object.keys(nested === undefined ? definitionKeys.shape : definitionKeys.shape[nested].unwrap().shape);
     return { path: [...i.path.map(String), key], message: `unknown option ${JSON.stringify(key)}; known: ${known.join(", ")}` };
   }));
   if (issues.length > 0) {
@@ -195,6 +206,9 @@ function toRow(spec: unknown, at: Path, limits: EnqueueLimits, checked: Set<JobT
   // The key is read from the payload as its handler will read it.
   const fairness = fairnessOf(type, type.concurrency?.key ? JSON.parse(json) : payload, opts.group ?? null, at);
   if ("message" in fairness) throw refusal(`invalid payload for ${type.name}`, [fairness]);
+  const keyFunction = typeof type.debounce?.key === "function" || typeof type.throttle?.key === "function";
+  const flow = flowControlOf(type, keyFunction ? JSON.parse(json) : payload, opts, at);
+  if ("message" in flow) throw refusal(`invalid options for ${type.name}`, [flow]);
   const row: Row = {
     queue: opts.queue ?? type.queue,
     name: type.name,
@@ -210,6 +224,11 @@ function toRow(spec: unknown, at: Path, limits: EnqueueLimits, checked: Set<JobT
     fairGroup: fairness.fairGroup,
     concurrencyKey: fairness.concurrencyKey,
     concurrencyLimit: fairness.concurrencyLimit,
+    debounceKey: flow.debounceKey,
+    debouncePeriodMs: flow.debouncePeriodMs,
+    debounceMaxWaitMs: flow.debounceMaxWaitMs,
+    throttleKey: flow.throttleKey,
+    throttlePeriodMs: flow.throttlePeriodMs,
   };
   const problem = limits.serving && servingProblem(limits.serving, row.queue, row.leaseMs);
   if (problem) throw refusal(`${type.name} cannot run`, [{ path: [...at, "queue"], message: problem.message }]);

@@ -76,6 +76,33 @@ describe.each(drivers)("HTTP API, happy paths (%s driver)", (driver) => {
     expect(await count()).toBe(before);
   });
 
+  it("debounces by key: 201 then 200 with the same job, now with the last payload and a later start, and only the first wakes", async () => {
+    const before = wakes;
+    const debounce = { key: `doc-${driver}`, periodMs: 60_000, maxWaitMs: 600_000 };
+    const first = await call("POST", "/v1/jobs", welcome({ debounce }, "a@example.com"));
+    const second = await call("POST", "/v1/jobs", welcome({ debounce }, "b@example.com"));
+    expect([first.status, second.status]).toEqual([201, 200]);
+    expect(first.body.debounced).toBeUndefined();
+    expect(second.body).toMatchObject({ id: first.body.id, debounced: true, payload: { to: "b@example.com" }, status: "queued" });
+    expect(new Date(second.body.runAt).getTime()).toBeGreaterThanOrEqual(new Date(first.body.runAt).getTime());
+    expect(wakes).toBe(before + 1);
+    expect(await row(first.body.id)).toMatchObject({ debounce_key: `doc-${driver}`, payload: { to: "b@example.com" } });
+  });
+
+  it("throttles by key: 200 with the job standing in the window, its first payload kept, and a batch marks what it throttled", async () => {
+    const throttle = { key: `user-${driver}`, periodMs: 600_000 };
+    const first = await call("POST", "/v1/jobs", welcome({ throttle }, "a@example.com"));
+    const second = await call("POST", "/v1/jobs", welcome({ throttle }, "b@example.com"));
+    expect([first.status, second.status]).toEqual([201, 200]);
+    expect(second.body).toMatchObject({ id: first.body.id, throttled: true, payload: { to: "a@example.com" } });
+    const { body } = await call("POST", "/v1/jobs/batch", { jobs: [welcome({ throttle }), welcome({}), welcome({ debounce: { key: `b-${driver}`, periodMs: 1_000 } })] });
+    expect(body.jobs).toEqual([
+      { id: first.body.id, existing: true, throttled: true },
+      { id: expect.any(String), existing: false },
+      { id: expect.any(String), existing: false },
+    ]);
+  });
+
   it("enqueues a batch in order, marking deduplicated jobs", async () => {
     const pending = await call("POST", "/v1/jobs", welcome({ dedupeKey: "batch-k" }));
     const { status, body } = await call("POST", "/v1/jobs/batch", {

@@ -127,6 +127,43 @@ describe("the leasehold CLI", () => {
     expect(duplicate.json).toMatchObject({ id: withOptions.json.id, existing: true });
   });
 
+  it("debounces and throttles by key: the same job back, marked, with the last payload (debounce) or the first (throttle)", async () => {
+    const welcome = (to: string) => JSON.stringify({ to, name: "Ada" });
+    const debounce = ["--debounce", "cli-d", "--debounce-period", "30s", "--debounce-max-wait", "5m", "--json"];
+    const first = await cli(["enqueue", "email.welcome", welcome("a@example.com"), ...debounce]);
+    const second = await cli(["enqueue", "email.welcome", welcome("b@example.com"), ...debounce.slice(0, -1)]);
+    expect(first.json).toMatchObject({ existing: false, payload: { to: "a@example.com" } });
+    expect(second).toMatchObject({ code: 0, stdout: expect.stringMatching(new RegExp(`^debounced into job ${first.json.id} \\(email\\.welcome\\)`)) });
+    const stored = (await getJob(t, first.json.id))!;
+    expect(stored.payload).toEqual({ to: "b@example.com", name: "Ada" });
+    expect(stored.runAt.getTime() - stored.createdAt.getTime()).toBeGreaterThanOrEqual(30_000);
+
+    const throttle = ["--throttle", "cli-t", "--throttle-period", "10m", "--json"];
+    const kept = await cli(["enqueue", "email.welcome", welcome("c@example.com"), ...throttle]);
+    const dropped = await cli(["enqueue", "email.welcome", welcome("d@example.com"), ...throttle]);
+    expect(dropped.json).toMatchObject({ id: kept.json.id, existing: true, throttled: true, payload: { to: "c@example.com" } });
+  });
+
+  it("refuses a debounce or throttle flag without its partner, or out of bounds, with 2, naming the flag, and writes nothing", async () => {
+    const before = await countJobs();
+    const welcome = JSON.stringify({ to: "ada@example.com", name: "Ada" });
+    const [noPeriod, noKey, shortWait, withDelay, withDedupe, badPeriod] = await Promise.all([
+      cli(["enqueue", "email.welcome", welcome, "--debounce", "k"]),
+      cli(["enqueue", "email.welcome", welcome, "--throttle-period", "5s"]),
+      cli(["enqueue", "email.welcome", welcome, "--debounce", "k", "--debounce-period", "10s", "--debounce-max-wait", "5s"]),
+      cli(["enqueue", "email.welcome", welcome, "--debounce", "k", "--debounce-period", "10s", "--delay", "5s"]),
+      cli(["enqueue", "email.welcome", welcome, "--throttle", "k", "--throttle-period", "10s", "--dedupe-key", "k"]),
+      cli(["enqueue", "email.welcome", welcome, "--throttle", "k", "--throttle-period", "0s"]),
+    ]);
+    expect(noPeriod).toMatchObject({ code: 2, stderr: expect.stringContaining("--debounce needs --debounce-period") });
+    expect(noKey).toMatchObject({ code: 2, stderr: expect.stringContaining("--throttle-period needs --throttle") });
+    expect(shortWait).toMatchObject({ code: 2, stderr: expect.stringContaining("--debounce-max-wait: must be at least periodMs") });
+    expect(withDelay).toMatchObject({ code: 2, stderr: expect.stringContaining("--delay: a debounced job starts periodMs after its last enqueue") });
+    expect(withDedupe).toMatchObject({ code: 2, stderr: expect.stringContaining("--dedupe-key: a throttled job cannot also have a dedupe key") });
+    expect(badPeriod).toMatchObject({ code: 2, stderr: expect.stringContaining("--throttle-period:") });
+    expect(await countJobs()).toBe(before);
+  });
+
   it("wakes the scheduler after an enqueue commits, with an asynchronous Invoke, and not for a pending duplicate", async () => {
     const invokes: { path: string; type: unknown; body: string }[] = [];
     const server = createServer((req, res) => {

@@ -11,7 +11,25 @@ import { when } from "../format.ts";
 /** Each enqueue option as the flag that sets it, so an issue names what the user typed. */
 const FLAGS: Record<string, string> = {
   queue: "--queue", delayMs: "--delay", priority: "--priority", maxAttempts: "--max-attempts", dedupeKey: "--dedupe-key", group: "--group",
+  debounce: "--debounce", "debounce.key": "--debounce", "debounce.periodMs": "--debounce-period", "debounce.maxWaitMs": "--debounce-max-wait",
+  throttle: "--throttle", "throttle.key": "--throttle", "throttle.periodMs": "--throttle-period",
 };
+
+/** The flag an issue's path names: the whole path (`debounce.periodMs`), else its first field. */
+const flagOf = (path: (string | number)[]) => FLAGS[path.join(".")] ?? FLAGS[String(path[0])];
+
+/** A key flag and its duration flags go together: each without the other is refused, naming the one missing. */
+function keyed(values: Values, flag: string, durations: { name: string; required: boolean }[]) {
+  const key = option(values, flag);
+  const given = durations.filter((d) => option(values, d.name) !== undefined);
+  if (key === undefined) {
+    if (given.length > 0) throw usageError(`--${given[0]!.name} needs --${flag} <key>`);
+    return undefined;
+  }
+  const missing = durations.find((d) => d.required && option(values, d.name) === undefined);
+  if (missing) throw usageError(`--${flag} needs --${missing.name} <duration>`);
+  return key;
+}
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -33,6 +51,17 @@ function enqueueOptions(values: Values): EnqueueOptions {
   if (maxAttempts !== undefined) options.maxAttempts = parseInteger("max-attempts", maxAttempts, 1, 1000);
   if (dedupeKey !== undefined) options.dedupeKey = dedupeKey;
   if (group !== undefined) options.group = group;
+  const debounceKey = keyed(values, "debounce", [{ name: "debounce-period", required: true }, { name: "debounce-max-wait", required: false }]);
+  if (debounceKey !== undefined) {
+    const maxWait = option(values, "debounce-max-wait");
+    options.debounce = {
+      key: debounceKey,
+      periodMs: parseDurationMs("debounce-period", option(values, "debounce-period")!),
+      ...(maxWait !== undefined && { maxWaitMs: parseDurationMs("debounce-max-wait", maxWait) }),
+    };
+  }
+  const throttleKey = keyed(values, "throttle", [{ name: "throttle-period", required: true }]);
+  if (throttleKey !== undefined) options.throttle = { key: throttleKey, periodMs: parseDurationMs("throttle-period", option(values, "throttle-period")!) };
   return options;
 }
 
@@ -56,10 +85,18 @@ Options:
   --max-attempts <n>     attempts before it is dead (1 to 1000)
   --dedupe-key <k>       while a job of this type with key k is pending, return it instead
   --group <g>            tenant or other group the job belongs to
+  --debounce <k>         keep one unclaimed job of this type with key k: a later
+                         enqueue of k updates it (its payload) and moves its start
+  --debounce-period <duration>    start this long after the last enqueue of k
+  --debounce-max-wait <duration>  but no later than this after the first (default: 10 periods)
+  --throttle <k>         keep the first job of this type with key k, and return it
+                         for the rest of its window, writing nothing
+  --throttle-period <duration>    the window, from the standing job's enqueue
 
 Examples:
   leasehold enqueue email.welcome '{"to":"ada@example.com","name":"Ada"}'
   leasehold enqueue report.generate '{"reportId":"r1"}' --delay 5m --priority 10
+  leasehold enqueue search.reindex '{"doc":"d42"}' --debounce d42 --debounce-period 5s --debounce-max-wait 1m
   cat payload.json | leasehold enqueue report.generate - --json`,
   options: {
     queue: { type: "string" },
@@ -68,6 +105,11 @@ Examples:
     "max-attempts": { type: "string" },
     "dedupe-key": { type: "string" },
     group: { type: "string" },
+    debounce: { type: "string" },
+    "debounce-period": { type: "string" },
+    "debounce-max-wait": { type: "string" },
+    throttle: { type: "string" },
+    "throttle-period": { type: "string" },
   },
   async run(ctx, positionals, values) {
     const [name, text] = expectPositionals(positionals, ["name", "json"]) as [string, string];
@@ -89,17 +131,22 @@ Examples:
       result = await enqueue(ctx.store(), type, payload, options, { serving: servingRules(ctx.config) });
     } catch (err) {
       if (!(err instanceof ValidationError)) throw err;
-      const issues = err.issues.map((i) => ({ ...i, path: FLAGS[String(i.path[0])] ? [FLAGS[String(i.path[0])]!] : i.path }));
+      const issues = err.issues.map((i) => ({ ...i, path: flagOf(i.path) ? [flagOf(i.path)!] : i.path }));
       throw new ValidationError(`${name} refused: nothing was enqueued`, issues);
     }
     if (!result.existing) await ctx.wake();
     const job = await getJob(ctx.store(), result.id);
     if (!job) throw new Error(`job ${result.id} was enqueued but is gone already`);
     const { attemptHistory: _, ...record } = job;
-    ctx.output({ ...record, existing: result.existing }, () =>
-      result.existing
-        ? `job ${result.id} (${name}) is already pending with dedupe key ${JSON.stringify(options.dedupeKey)}; nothing enqueued`
-        : `enqueued job ${result.id}: ${name} on queue ${record.queue}, runs at ${when(record.runAt)}`,
+    const { existing, debounced, throttled } = result;
+    ctx.output({ ...record, existing, ...(debounced && { debounced }), ...(throttled && { throttled }) }, () =>
+      debounced
+        ? `debounced into job ${result.id} (${name}): its payload is this one, it runs at ${when(record.runAt)}`
+        : throttled
+          ? `job ${result.id} (${name}) stands in this throttle window; nothing enqueued`
+          : existing
+            ? `job ${result.id} (${name}) is already pending with dedupe key ${JSON.stringify(options.dedupeKey)}; nothing enqueued`
+            : `enqueued job ${result.id}: ${name} on queue ${record.queue}, runs at ${when(record.runAt)}`,
     );
   },
 };

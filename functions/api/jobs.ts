@@ -55,8 +55,10 @@ export function registerJobRoutes(app: OpenAPIHono<ApiEnv>, registry: Registry, 
   app.openapi(enqueueRoute, async (c) => {
     const store = c.var.store;
     const [result] = await enqueueAll(store, [toSpec(registry, c.req.valid("json"), [])], false, limits);
+    // A debounced job's start only moved later: whoever watches its earlier start re-plans then.
     if (!result!.existing) waker?.wake();
-    const job = toJobJson(withoutAttempts(await mustGet(store, result!.id)));
+    const { debounced, throttled } = result!;
+    const job = { ...toJobJson(withoutAttempts(await mustGet(store, result!.id))), ...(debounced && { debounced }), ...(throttled && { throttled }) };
     return result!.existing ? c.json(job, 200) : c.json(job, 201);
   });
 
@@ -64,7 +66,7 @@ export function registerJobRoutes(app: OpenAPIHono<ApiEnv>, registry: Registry, 
     const specs = c.req.valid("json").jobs.map((request, i) => toSpec(registry, request, ["jobs", i]));
     const results = await enqueueAll(c.var.store, specs, true, limits);
     if (results.some((r) => !r.existing)) waker?.wake();
-    return c.json({ jobs: results.map(({ id, existing }) => ({ id, existing })) }, 201);
+    return c.json({ jobs: results.map(({ id, existing, debounced, throttled }) => ({ id, existing, ...(debounced && { debounced }), ...(throttled && { throttled }) })) }, 201);
   });
 
   app.openapi(getJobRoute, async (c) => {

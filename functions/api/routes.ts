@@ -5,7 +5,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import {
   batchRequestSchema, batchResponseSchema, enqueueRequestSchema, errorSchema, groupsQuerySchema, groupsSchema, idParamsSchema,
-  jobDetailSchema, jobPageSchema, jobSchema, listQuerySchema, queuesSchema, throughputQuerySchema, throughputSchema,
+  enqueuedJobSchema, jobDetailSchema, jobPageSchema, jobSchema, listQuerySchema, queuesSchema, throughputQuerySchema, throughputSchema,
 } from "./schemas.ts";
 
 const security = [{ bearer: [] }];
@@ -33,8 +33,8 @@ export const enqueueRoute = createRoute({
   summary: "Enqueue a job; its payload is validated by the job type's schema",
   request: { body: jsonBody(enqueueRequestSchema) },
   responses: {
-    201: json(jobSchema, "The new job"),
-    200: json(jobSchema, "A pending job of this type with the same dedupe key; nothing new was written"),
+    201: json(enqueuedJobSchema, "The new job"),
+    200: json(enqueuedJobSchema, "A job that stands already: the pending job of this type with the same dedupe key (nothing written), the key's unclaimed debounced job (now with this request's payload and start; `debounced`), or the job of the key's throttle window (nothing written; `throttled`)"),
     ...bodyFailures,
   },
 });
@@ -43,7 +43,7 @@ export const batchRoute = createRoute({
   method: "post", path: "/v1/jobs/batch", tags: ["jobs"], security,
   summary: "Enqueue many jobs in one statement: all of them or none",
   request: { body: jsonBody(batchRequestSchema) },
-  responses: { 201: json(batchResponseSchema, "Ids in request order; `existing` marks deduplicated jobs"), ...bodyFailures },
+  responses: { 201: json(batchResponseSchema, "Ids in request order; `existing` marks jobs that stood already (deduplicated, `debounced` or `throttled`)"), ...bodyFailures },
 });
 
 export const getJobRoute = createRoute({

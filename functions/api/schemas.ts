@@ -48,10 +48,30 @@ export const enqueueRequestSchema = z
     maxAttempts: option.maxAttempts,
     dedupeKey: option.dedupeKey.openapi({ description: "An equal key on a pending job of this type returns that job." }),
     group: option.group.openapi({ description: "Tenant or other group." }),
+    debounce: option.debounce.openapi({
+      description: "Keep one unclaimed job of this type per key: a later enqueue of the key returns that job (200) with this request's payload and options, its start moved to periodMs after this request, never later than maxWaitMs (default 10 periods) after the job's first enqueue. Not with runAt, delaySeconds, dedupeKey or throttle.",
+      example: { key: "doc-42", periodMs: 5_000, maxWaitMs: 60_000 },
+    }),
+    throttle: option.throttle.openapi({
+      description: "Keep the first job of this type per key for periodMs from its enqueue: every other enqueue of the key in that window returns it (200) and writes nothing. Not with dedupeKey or debounce.",
+      example: { key: "user-7", periodMs: 60_000 },
+    }),
   })
   .refine((b) => b.runAt === undefined || b.delaySeconds === undefined, {
     path: ["delaySeconds"],
     message: "give runAt or delaySeconds, not both",
+  })
+  .superRefine((b, ctx) => {
+    // The core refuses these too; here each names the request's own field.
+    if (b.debounce && b.throttle) ctx.addIssue({ code: "custom", path: ["throttle"], message: "give debounce or throttle, not both" });
+    if ((b.debounce || b.throttle) && b.dedupeKey !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["dedupeKey"], message: `a ${b.debounce ? "debounced" : "throttled"} job cannot also have a dedupe key: give one of them` });
+    }
+    for (const field of ["runAt", "delaySeconds"] as const) {
+      if (b.debounce && b[field] !== undefined) {
+        ctx.addIssue({ code: "custom", path: [field], message: "a debounced job starts periodMs after its last enqueue: give no runAt or delaySeconds" });
+      }
+    }
   })
   .openapi("EnqueueRequest");
 export type EnqueueRequest = z.output<typeof enqueueRequestSchema>;
@@ -132,8 +152,16 @@ export const jobDetailSchema = jobSchema
   })
   .openapi("JobWithAttempts");
 
+/** How an enqueue's job came to stand: present and true only when so. */
+const standingFields = {
+  debounced: z.boolean().optional().openapi({ description: "True: the key's unclaimed job took this request's payload and start." }),
+  throttled: z.boolean().optional().openapi({ description: "True: the job standing in the key's throttle window; nothing was written." }),
+};
+
+export const enqueuedJobSchema = jobSchema.extend(standingFields).openapi("EnqueuedJob");
+
 export const batchResponseSchema = z
-  .object({ jobs: z.array(z.object({ id: z.string(), existing: z.boolean() })) })
+  .object({ jobs: z.array(z.object({ id: z.string(), existing: z.boolean(), ...standingFields })) })
   .openapi("BatchEnqueueResponse");
 
 export const jobPageSchema = z
