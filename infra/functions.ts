@@ -7,6 +7,7 @@
  * come from infra/wake.ts.
  */
 import { functionSpecs, runnerFunctions, type FunctionSpec } from "../shared/config.ts";
+import { writeEnvironment } from "../shared/environment.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import { componentName, type InfraContext } from "./context.ts";
 import { parseSchedule } from "./schedule.ts";
@@ -64,7 +65,7 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         // One schema for every function (shared/settings.ts), from the app's config.
-        LEASEHOLD_SCHEMA: ctx.config.schema,
+        ...writeEnvironment({ schema: ctx.config.schema }),
         ...s.environment,
         ...extra.environment,
       },
@@ -99,7 +100,7 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
         // The hard cap on concurrent invocations of this runner.
         concurrency: { reserved: runner.maxConcurrency },
         // A follow-up job for another queue, or for later, wakes the scheduler.
-        environment: { LEASEHOLD_SCHEDULER_FUNCTION: wake.schedulerFunctionName },
+        environment: writeEnvironment({ schedulerFunction: wake.schedulerFunctionName }),
         permissions: [{ actions: ["lambda:InvokeFunction"], resources: [schedulerArnByName] }],
       }),
     ]),
@@ -119,12 +120,12 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
       { actions: ["scheduler:DeleteSchedule"], resources: ["*"] },
       { actions: ["lambda:InvokeFunction"], resources: [schedulerArnByName] },
     ],
-    environment: {
-      LEASEHOLD_RUNNER_FUNCTIONS: $jsonStringify(Object.fromEntries(Object.entries(runners).map(([name, fn]) => [name, fn.name]))),
-      LEASEHOLD_RESCUER_FUNCTION: rescuer.name,
-      LEASEHOLD_WAKE_ROLE_ARN: wake.wakeRole.arn,
-      LEASEHOLD_WAKE_PREFIX: wake.wakePrefix,
-    },
+    environment: writeEnvironment<$util.Input<string>>({
+      runnerFunctions: $jsonStringify(Object.fromEntries(Object.entries(runners).map(([name, fn]) => [name, fn.name]))),
+      rescuerFunction: rescuer.name,
+      wakeRoleArn: wake.wakeRole.arn,
+      wakePrefix: wake.wakePrefix,
+    }),
   });
 
   /**
@@ -152,12 +153,12 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
     // and allowed to arm an at() schedule when that Invoke is slow.
     link: [ctx.apiToken, scheduler],
     permissions: armWakes,
-    environment: {
-      LEASEHOLD_SCHEDULER_FUNCTION: scheduler.name,
-      LEASEHOLD_SCHEDULER_ARN: scheduler.arn,
-      LEASEHOLD_WAKE_ROLE_ARN: wake.wakeRole.arn,
-      LEASEHOLD_WAKE_PREFIX: wake.wakePrefix,
-    },
+    environment: writeEnvironment<$util.Input<string>>({
+      schedulerFunction: scheduler.name,
+      schedulerArn: scheduler.arn,
+      wakeRoleArn: wake.wakeRole.arn,
+      wakePrefix: wake.wakePrefix,
+    }),
     url: true,
   });
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { writeEnvironment } from "./environment.ts";
 import { schedulerTimeoutNeededMs } from "./wake-plan.ts";
 
 /**
@@ -298,7 +299,7 @@ export function functionSpecs(cfg: Config, entriesDir: string = ENTRIES_DIR): Fu
     handler: `${entriesDir}/runner.handler`,
     timeoutSeconds: cfg.runners[f.runner]!.timeoutSeconds,
     memoryMb: f.memoryMb,
-    environment: f.light ? { LEASEHOLD_RUNNER: f.runner, LEASEHOLD_RUNNER_VARIANT: "light" } : { LEASEHOLD_RUNNER: f.runner },
+    environment: writeEnvironment<string>({ runner: f.runner, runnerVariant: f.light ? "light" : undefined }),
     onFailure: "scheduler",
   }));
   return [
