@@ -127,6 +127,23 @@ export class Leasehold {
    * and the scheduler (it rescues a lease it watches as soon as it expires).
    */
   get deathLogGroups() {
-    return [...Object.values(this.runners), this.rescuer, this.scheduler].map((fn) => $interpolate`/aws/lambda/${fn.name}`);
+    return [...Object.values(this.runners), this.rescuer, this.scheduler].map(logGroupName);
   }
+
+  /** The rescuer's log group. */
+  get rescuerLogGroup() {
+    return logGroupName(this.rescuer);
+  }
+}
+
+/**
+ * The log group SST created for `fn`, where its output goes. Not
+ * `/aws/lambda/<function name>`: SST names the group with a suffix of its own
+ * and points the function's logging at it.
+ */
+function logGroupName(fn: sst.aws.Function): $util.Output<string> {
+  return fn.nodes.logGroup.apply((group) => {
+    if (!group) throw new Error("Leasehold: a function has no log group of its own (logging disabled?)");
+    return group.name;
+  });
 }

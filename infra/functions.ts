@@ -83,9 +83,11 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
     });
   }
 
+  /** The one-time `at()` schedules, by their name prefix (functions/aws.ts names them `<prefix>-<epoch seconds>`, default group). */
+  const wakeSchedules = `arn:aws:scheduler:*:*:schedule/default/${wake.wakePrefix}-*`;
   /** Arming a one-time `at()` wake-up: create the schedule, and hand it the role that invokes the scheduler. */
   const armWakes = [
-    { actions: ["scheduler:CreateSchedule"], resources: ["*"] },
+    { actions: ["scheduler:CreateSchedule"], resources: [wakeSchedules] },
     { actions: ["iam:PassRole"], resources: [wake.wakeRole.arn] },
   ];
   const schedulerArnByName = `arn:aws:lambda:*:*:function:${wake.schedulerFunctionName}`;
@@ -117,7 +119,7 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
     permissions: [
       ...armWakes,
       // Deletes the retry schedule it armed once it leaves another watch (functions/scheduler.ts).
-      { actions: ["scheduler:DeleteSchedule"], resources: ["*"] },
+      { actions: ["scheduler:DeleteSchedule"], resources: [wakeSchedules] },
       { actions: ["lambda:InvokeFunction"], resources: [schedulerArnByName] },
     ],
     environment: writeEnvironment<$util.Input<string>>({
