@@ -6,7 +6,7 @@
  * // sst.config.ts
  * const { Leasehold } = await import("leasehold/sst");
  * const jobs = new Leasehold("Leasehold", { config: (await import("./leasehold.config")).default, recurring });
- * new sst.aws.Function("Api", { handler: "src/api.handler", link: [jobs] });
+ * new sst.aws.Function("AppApi", { handler: "src/api.handler", link: [jobs] });
  * ```
  *
  * It makes the runners, scheduler and rescuer (each a generated entry that

@@ -4,9 +4,6 @@
  * (dev/synth/synth.ts), every resource recorded with its real inputs, then
  * each check of dev/synth/checks.ts as a test. No AWS account, no network.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import config from "../leasehold.config.ts";
@@ -16,17 +13,13 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import { CHECKS } from "../dev/synth/checks.ts";
 import { Graph } from "../dev/synth/graph.ts";
 import { synthesize } from "../dev/synth/synth.ts";
+import { ensurePlatform } from "./support/platform.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
 /** "runner-cpu" -> "RunnerCpu", as infra/context.ts names components (that file needs SST's types). */
 const componentName = (name: string) => name.split(/[^A-Za-z0-9]+/).map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join("");
 
-/** SST's platform, installed as scripts/check-infra.sh installs it (CI runs that script too). */
-export function ensurePlatform(): void {
-  if (existsSync(join(root, ".sst/platform/node_modules/@pulumi/pulumi/package.json"))) return;
-  execFileSync("bash", ["scripts/check-infra.sh", "--platform-only"], { cwd: root, stdio: "inherit" });
-}
 
 describe("the synthesized stack (SST's component code, Pulumi's mock runtime)", () => {
   let graph: Graph;

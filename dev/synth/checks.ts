@@ -57,6 +57,14 @@ const wakeScheduleArn = (fn: SynthFunction) => `arn:aws:scheduler:us-east-1:1234
 
 export const CHECKS: Check[] = [
   {
+    name: "no two resources share a name (a deploy stops at a duplicate)",
+    run(g) {
+      const seen = new Map<string, number>();
+      for (const r of g.resources) seen.set(`${r.type} ${r.name}`, (seen.get(`${r.type} ${r.name}`) ?? 0) + 1);
+      return [...seen].filter(([, n]) => n > 1).map(([key, n]) => `${n} resources are ${key}`);
+    },
+  },
+  {
     name: "every function's handler is in its bundle and exports the function it names",
     run(g) {
       return g.functions().flatMap((fn) => {
