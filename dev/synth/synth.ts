@@ -82,7 +82,9 @@ function injectGlobals(globals: string): Plugin {
 }
 
 async function bundleProgram(root: string, platform: string, dir: string, app: Record<string, unknown>, cli: Record<string, unknown>): Promise<string> {
-  const providers = Object.keys((app.providers ?? {}) as object);
+  // The home provider is always there, as the SST CLI adds it to the app's providers.
+  const home = typeof app.home === "string" && app.home !== "local" ? [app.home] : [];
+  const providers = [...new Set([...home, ...Object.keys((app.providers ?? {}) as object)])];
   const globals = [
     ...providers.map((p) => `import * as ${p} from "@pulumi/${p}";`),
     `import * as sst from ${JSON.stringify(join(platform, "src/components"))};`,
