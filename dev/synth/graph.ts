@@ -19,6 +19,12 @@ export function unwrap(value: any): any {
   return value;
 }
 
+/** A named check of a synthesized stack: its problems, none when it holds. */
+export interface Check {
+  name: string;
+  run(g: Graph): string[];
+}
+
 export interface Statement {
   Effect: string;
   Action: string[];
