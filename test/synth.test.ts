@@ -40,6 +40,16 @@ describe("the synthesized stack (SST's component code, Pulumi's mock runtime)", 
     expect(graph.all("aws:sns/topicSubscription:TopicSubscription")[0]?.inputs).toMatchObject({ protocol: "email", endpoint: "ops@example.com" });
   });
 
+  it("has the outputs the README and docs/deploy.md name: the Leasehold API's URL, the log groups of deaths, the topic, the dashboard", () => {
+    const api = graph.all("aws:lambda/functionUrl:FunctionUrl").find((u) => u.inputs.functionName === graph.kind("api")[0]!.functionName);
+    expect(graph.synth.outputs.api).toBe(api!.state.functionUrl);
+    const deaths = [...graph.kind("runner"), ...graph.kind("rescuer"), ...graph.kind("scheduler")].map((f) => f.logGroup);
+    expect(graph.synth.outputs.deathLogGroups).toEqual(deaths);
+    expect(graph.synth.outputs.rescuerLogGroup).toBe(graph.kind("rescuer")[0]!.logGroup);
+    expect(graph.synth.outputs.alarmTopic).toBe(graph.all("aws:sns/topic:Topic")[0]!.state.arn);
+    expect(graph.synth.outputs.dashboard).toBe("leasehold-test");
+  });
+
   for (const check of CHECKS) {
     it(check.name, () => {
       expect(check.run(graph)).toEqual([]);
