@@ -104,15 +104,16 @@ async function buildTogether(root: string, work: string, batch: Planned[], built
       p.done({ handler: "", out: p.out, errors, sourcemaps: [] });
       continue;
     }
-    const exports = moduleExports(result.metafile, join(p.out, `${p.path}.mjs`));
+    const exports = moduleExports(result.metafile, root, join(p.out, `${p.path}.mjs`));
     built.push({ functionID: p.input.functionID, handler, out: p.out, module: `${p.path}.mjs`, exports, links: Object.keys(p.input.links ?? {}).sort() });
     p.done({ handler, out: p.out, errors: [], sourcemaps: [] });
   }
 }
 
 /** What the module esbuild wrote for `output` exports, by its metafile. */
-function moduleExports(metafile: Metafile | undefined, output: string): string[] {
-  const entry = Object.entries(metafile?.outputs ?? {}).find(([path]) => resolve(path) === resolve(output));
+function moduleExports(metafile: Metafile | undefined, root: string, output: string): string[] {
+  // The metafile's paths are relative to the build's working directory, the app's root.
+  const entry = Object.entries(metafile?.outputs ?? {}).find(([path]) => resolve(root, path) === resolve(output));
   return entry?.[1].exports ?? [];
 }
 
