@@ -24,7 +24,7 @@ export default $config({
     const leasehold = new Leasehold("Leasehold", { config, recurring });
     return {
       api: leasehold.api.url,
-      rescuerLogGroup: $interpolate`/aws/lambda/${leasehold.rescuer.name}`,
+      rescuerLogGroup: leasehold.rescuerLogGroup,
       deathLogGroups: leasehold.deathLogGroups,
       alarmTopic: leasehold.alarmTopic.arn,
       dashboard: leasehold.dashboard.dashboardName,

@@ -3,6 +3,9 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { CliError, EXIT } from "./errors.ts";
+import { runChecks } from "../dev/synth/checks.ts";
+import { Graph } from "../dev/synth/graph.ts";
+import { synthesize } from "../dev/synth/synth.ts";
 
 /**
  * The offline check of an app's infrastructure (`leasehold check`, and
@@ -16,6 +19,9 @@ import { CliError, EXIT } from "./errors.ts";
  *    types, with the platform's own TypeScript.
  * 3. `sst.config.ts` bundled with esbuild, as `sst deploy` bundles it, so an
  *    import that does not resolve fails here too.
+ * 4. The stack synthesized: `run()` with SST's own component code under
+ *    Pulumi's mock runtime (dev/synth/synth.ts), and the checks of
+ *    dev/synth/checks.ts on every resource it would create.
  * Each problem is printed as `file:line:column: message`.
  */
 
@@ -61,11 +67,27 @@ export async function checkInfra(o: CheckOptions): Promise<void> {
   o.progress("check: bundling sst.config.ts, as sst deploy does");
   const bundleErrors = await bundle(o.root, config);
   const problems = [...typeErrors, ...bundleErrors];
+  if (problems.length === 0) {
+    o.progress("check: synthesizing the stack with SST's component code (Pulumi's mock runtime, no AWS)");
+    problems.push(...(await synthProblems(o)));
+  }
   if (problems.length > 0) {
     process.stderr.write(`${problems.join("\n")}\n`);
     throw new CliError(EXIT.failed, `check failed: ${problems.length} problem${problems.length === 1 ? "" : "s"} (above)`, "check_failed", { problems });
   }
   o.progress("check: ok");
+}
+
+/** The synthesized stack's failed checks, each problem as `check: <check>: <problem>`; or why it could not be synthesized. */
+async function synthProblems(o: CheckOptions): Promise<string[]> {
+  let graph: Graph;
+  try {
+    graph = new Graph(await synthesize({ root: o.root, stage: o.stage ?? "check" }));
+  } catch (err) {
+    return [(err as Error).message];
+  }
+  o.progress(`check: ${graph.resources.length} resources; checking them`);
+  return [...runChecks(graph)].flatMap(([name, found]) => found.map((p) => `check: ${name}: ${p}`));
 }
 
 /** `.sst/platform`, installed for the app's sst version if it is not there yet. Returns its path. */

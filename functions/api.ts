@@ -18,7 +18,7 @@ import { lambdaClient } from "./aws.ts";
 import { atFallback, createSchedulerWaker, settleBriefly } from "./waker.ts";
 
 export interface ApiHandlerOptions extends LeaseholdApp {
-  /** Default: process.env and SST's linked resources. */
+  /** Default: the process's environment (shared/environment.ts) and SST's linked resources. */
   env?: Record<string, string | undefined>;
   resources?: LinkedResources;
 }

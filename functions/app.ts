@@ -3,6 +3,7 @@ import type { Registry } from "../shared/job.ts";
 import type { RecurringJob } from "../shared/recurring.ts";
 import type { Settings } from "../shared/settings.ts";
 import { functionSettings } from "./env.ts";
+import { processEnvironment, type EnvSource } from "../shared/environment.ts";
 
 /**
  * What every handler factory is built from: the app's job types, its
@@ -25,7 +26,7 @@ export interface ResolvedApp {
 }
 
 /** Validates the config (its error names the field) and resolves the settings, once per cold start. */
-export function resolveApp(app: LeaseholdApp, env: Record<string, string | undefined> = process.env): ResolvedApp {
+export function resolveApp(app: LeaseholdApp, env: EnvSource = processEnvironment()): ResolvedApp {
   if (!(app.registry instanceof Map)) throw new Error("registry: pass the Map createRegistry([...]) returns");
   const config = defineConfig((app.config ?? {}) as ConfigInput);
   return { registry: app.registry, recurring: app.recurring ?? [], config, settings: functionSettings(config, env) };

@@ -2,6 +2,7 @@ import { Resource } from "sst";
 import WebSocket from "ws";
 import type { Pool } from "../shared/db.ts";
 import { createNeonPool } from "../shared/drivers/neon.ts";
+import { processEnvironment, type EnvSource } from "../shared/environment.ts";
 import { resolveSettings, type Settings } from "../shared/settings.ts";
 
 /**
@@ -32,7 +33,7 @@ export function linkedSecret(name: string, resources: LinkedResources = Resource
  * shared/settings.ts): linked secrets first, then the environment infra set,
  * then the config the handler was built with.
  */
-export function functionSettings(config: { schema: string }, env: Record<string, string | undefined> = process.env): Settings {
+export function functionSettings(config: { schema: string }, env: EnvSource = processEnvironment()): Settings {
   return resolveSettings({ secret: (name) => linkedSecret(name), env, config });
 }
 

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { format } from "node:util";
 import type { JobType, Registry } from "../shared/job.ts";
+import { ENV, processEnvironment, readEnvironment, type EnvSource } from "../shared/environment.ts";
 
 /**
  * Handlers' own output, labelled by job, for `leasehold dev`: what a handler
@@ -11,7 +12,7 @@ import type { JobType, Registry } from "../shared/job.ts";
  * context. The dev stack turns it on (LEASEHOLD_LABEL_OUTPUT=1) and shows
  * those lines by default; a deployed runner leaves the output as it is.
  */
-export const LABEL_OUTPUT_ENV = "LEASEHOLD_LABEL_OUTPUT";
+export const LABEL_OUTPUT_ENV = ENV.labelOutput;
 
 /** A line a handler wrote, as labelled here: its label is the first group. */
 export const HANDLER_LINE = /^(\[[A-Za-z0-9_.:-]+ #\d+ run \d+\]) /;
@@ -55,8 +56,8 @@ function labelled(type: JobType): JobType {
 }
 
 /** The registry with each handler's output labelled, or the registry itself when the environment does not ask for it. */
-export function labelHandlerOutput(registry: Registry, env: Record<string, string | undefined> = process.env): Registry {
-  if (env[LABEL_OUTPUT_ENV] !== "1") return registry;
+export function labelHandlerOutput(registry: Registry, env: EnvSource = processEnvironment()): Registry {
+  if (readEnvironment(env).labelOutput !== "1") return registry;
   labelConsole();
   return new Map([...registry].map(([name, type]) => [name, labelled(type)]));
 }

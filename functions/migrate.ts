@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { defineConfig, type Config, type ConfigInput } from "../shared/config.ts";
 import { loadMigrations, migrate } from "../shared/migrate.ts";
 import { closePool, functionSettings, openPool } from "./env.ts";
+import { readEnvironment } from "../shared/environment.ts";
 import { logger } from "./observability.ts";
 
 /**
@@ -14,7 +15,8 @@ import { logger } from "./observability.ts";
 export function createMigrateHandler(options: { config?: ConfigInput | Config } = {}): () => Promise<{ applied: number[] }> {
   const settings = functionSettings(defineConfig((options.config ?? {}) as ConfigInput));
   return async () => {
-    const bundled = process.env.LAMBDA_TASK_ROOT && join(process.env.LAMBDA_TASK_ROOT, "migrations");
+    const { taskRoot } = readEnvironment();
+    const bundled = taskRoot && join(taskRoot, "migrations");
     const migrations = bundled && existsSync(bundled) ? await loadMigrations(bundled) : await loadMigrations();
     const pool = openPool(settings, 1);
     try {

@@ -10,6 +10,7 @@ import { createWaker } from "../shared/wake.ts";
 import { invokeAsync, lambdaClient } from "./aws.ts";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { closePool, openPool } from "./env.ts";
+import { readEnvironment } from "../shared/environment.ts";
 import { WAKE_EVENT } from "./waker.ts";
 import { labelHandlerOutput } from "./job-output.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
@@ -33,7 +34,7 @@ const eventSchema = z.object({
 });
 
 export interface RunnerHandlerOptions extends LeaseholdApp {
-  /** Which of `config.runners` this function is; default: $LEASEHOLD_RUNNER (set by infra), else "runner". */
+  /** Which of `config.runners` this function is; default: $LEASEHOLD_RUNNER (set by infra; shared/environment.ts). */
   runner?: string;
 }
 
@@ -43,13 +44,14 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
   const { config, settings } = app;
   // Under `leasehold dev`, each handler's output comes out labelled by its job.
   const registry = labelHandlerOutput(app.registry);
-  const name = options.runner ?? process.env.LEASEHOLD_RUNNER ?? "runner";
+  const env = readEnvironment();
+  const name = options.runner ?? env.runner;
   const found = config.runners[name];
   if (!found) throw new Error(`no runner named ${name} in the config (runners: ${Object.keys(config.runners).join(", ")})`);
   const runnerConfig = found;
   // The light variant (less memory, fewer slots) counts in the fleet under its own function name.
-  const light = process.env.LEASEHOLD_RUNNER_VARIANT === "light" ? runnerConfig.light : undefined;
-  if (process.env.LEASEHOLD_RUNNER_VARIANT === "light" && !light) throw new Error(`runner ${name} has no light variant in the config`);
+  const light = env.runnerVariant === "light" ? runnerConfig.light : undefined;
+  if (env.runnerVariant === "light" && !light) throw new Error(`runner ${name} has no light variant in the config`);
   const fleetName = light ? lightRunner(name) : name;
   const lambda = lambdaClient();
   // A handler's follow-ups are refused, as the API refuses them, when no runner could run them.
@@ -66,7 +68,8 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
     logger.appendKeys({ runnerId, runner: fleetName });
 
     // A follow-up this runner will not run itself wakes the scheduler, like any enqueue.
-    const waker = createWaker(() => invokeAsync(lambda, process.env.LEASEHOLD_SCHEDULER_FUNCTION || "scheduler", WAKE_EVENT), {
+    const scheduler = env.schedulerFunction;
+    const waker = createWaker(async () => void (scheduler && (await invokeAsync(lambda, scheduler, WAKE_EVENT))), {
       onError: (err) => logger.warn("waking the scheduler failed", { error: String(err) }),
     });
     const counts = new Map<string, Record<"succeeded" | "failed" | "timeout", number>>();

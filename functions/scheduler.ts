@@ -16,6 +16,7 @@ import { planWake, SCHEDULER_MARGIN_MS } from "../shared/wake-plan.ts";
 import { armWake, AWS_CALL_TIMEOUT_MS, disarmWake, lambdaClient, schedulerClient } from "./aws.ts";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { closePool, openPool } from "./env.ts";
+import { readEnvironment, type Environment } from "../shared/environment.ts";
 import { logger, reportDeaths } from "./observability.ts";
 import { reportWatchLost, schedulerInvokes } from "./scheduler-invokes.ts";
 import { WAKE_EVENT } from "./waker.ts";
@@ -66,14 +67,9 @@ const failureSchema = z.object({
 /** A recurring job's tick, as its EventBridge schedule delivers it; any other event is a wake-up. */
 const tickSchema = z.object({ source: z.literal("leasehold.recurring"), name: z.string().min(1).max(200), scheduledTime: z.iso.datetime() });
 
-function functionName(env: string, fallback: string): string {
-  return process.env[env] || fallback;
-}
-
 /** Deployed function name of each runner (infra sets the map; locally the config name is the function name). */
-function runnerFunction(name: string): string {
-  const names = JSON.parse(process.env.LEASEHOLD_RUNNER_FUNCTIONS ?? "{}") as Record<string, string>;
-  return names[name] ?? name;
+function runnerFunction(env: Environment, name: string): string {
+  return env.runnerFunctions[name] ?? name;
 }
 
 /** Starts one runner invocation (asynchronously); throws when Lambda refuses it. `waitUntil`: started ahead of a due job. */
@@ -119,6 +115,7 @@ type SchedulerSummary = { passes: number; invoked: number; invokeFailures: numbe
 /** The scheduler's Lambda handler, for the app's job types, recurring jobs and config. */
 export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, context: Context) => Promise<SchedulerSummary> {
   const { registry, recurring, config, settings } = resolveApp(app);
+  const env = readEnvironment();
   // One attempt per call: the backoff decides when to ask again.
   const lambda = lambdaClient({ maxAttempts: 1 });
   // Kept across the invocations of a warm environment: it remembers a throttle.
@@ -147,7 +144,7 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
     /** Runner functions with demand this pass could not start: backing off, or refused now. */
     let short = new Set<string>();
     const invokeRunner: InvokeRunner = (name, id, waitUntil) =>
-      invokes.invoke(name, runnerFunction(name), { invocationId: id, waitUntil }, callMs()).catch((err: unknown) => {
+      invokes.invoke(name, runnerFunction(env, name), { invocationId: id, waitUntil }, callMs()).catch((err: unknown) => {
         short.add(name);
         throw err;
       });
@@ -164,11 +161,11 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
       const fields = { at: new Date(atMs).toISOString(), due: new Date(dueMs).toISOString() };
       let name: string;
       try {
+        if (!env.wakeRoleArn) throw new Error("LEASEHOLD_WAKE_ROLE_ARN is not set: no role to arm an at() schedule with");
         name = await armWake(await (eventBridge ??= schedulerClient()), {
-          prefix: functionName("LEASEHOLD_WAKE_PREFIX", "leasehold-wake"),
+          prefix: env.wakePrefix,
           functionArn: context.invokedFunctionArn.split(":").slice(0, 7).join(":"),
-          roleArn: functionName("LEASEHOLD_WAKE_ROLE_ARN", "arn:aws:iam::123456789012:role/leasehold-wake"),
-          groupName: process.env.LEASEHOLD_WAKE_GROUP || undefined,
+          roleArn: env.wakeRoleArn,
         }, atMs, { ...WAKE_EVENT, armedFor: new Date(dueMs).toISOString() });
       } catch (err) {
         logger.error("wake arm failed", { ...fields, error: String(err) });
@@ -203,7 +200,7 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
      */
     const disarmRetry = async () => {
       if (retryArmed === null || retryArmed.atMs <= Date.now() || kept.has(retryArmed.name)) return;
-      await disarmWake(await (eventBridge ??= schedulerClient()), retryArmed.name, process.env.LEASEHOLD_WAKE_GROUP || undefined)
+      await disarmWake(await (eventBridge ??= schedulerClient()), retryArmed.name)
         .catch((err: unknown) => logger.warn("wake disarm failed", { at: new Date(retryArmed!.atMs).toISOString(), error: String(err) }));
     };
     /** Out of time with work due and no successor yet: hand over, else an at() schedule, else say so. */
@@ -273,9 +270,9 @@ export function createSchedulerHandler(app: LeaseholdApp): (event: unknown, cont
         const next = planWake({ nowMs, dueMs, remainingMs: leftMs() - pollMs, timing: config.wake });
         plan = next.kind;
         // The rescuer (metrics, pruning) every minute while this scheduler stays for work.
-        if (next.kind !== "idle" && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
+        if (next.kind !== "idle" && env.rescuerFunction && Date.now() - lastRescuerAt >= RESCUER_EVERY_MS) {
           lastRescuerAt = Date.now();
-          await invokes.tryInvoke("rescuer", functionName("LEASEHOLD_RESCUER_FUNCTION", "rescuer"), {}, callMs());
+          await invokes.tryInvoke("rescuer", env.rescuerFunction, {}, callMs());
         }
         if (next.kind === "idle") break;
         // An at() that could not be armed: this invocation stays, and hands over at its end.

@@ -18,6 +18,7 @@ import { createWaker, type Waker } from "../shared/wake.ts";
 import { DEV_AWS, readDevStackState, type DevStackState } from "../dev/state.ts";
 import type { Pool } from "../shared/db.ts";
 import { openPool, type LinkedResources } from "./env.ts";
+import { processEnvironment, readEnvironment, type EnvSource } from "../shared/environment.ts";
 import { armWake, invokeAsync, lambdaClient, schedulerClient, type ArmTarget } from "./aws.ts";
 
 export const WAKE_EVENT = { source: "leasehold.wake" } as const;
@@ -58,18 +59,19 @@ export function createSchedulerWaker(
 }
 
 /** The at() fallback, from the environment infra sets (LEASEHOLD_SCHEDULER_ARN, LEASEHOLD_WAKE_ROLE_ARN). */
-export function atFallback(env: Record<string, string | undefined> = process.env): (() => Promise<void>) | undefined {
-  const functionArn = env.LEASEHOLD_SCHEDULER_ARN;
-  const roleArn = env.LEASEHOLD_WAKE_ROLE_ARN;
+export function atFallback(source: EnvSource = processEnvironment()): (() => Promise<void>) | undefined {
+  const env = readEnvironment(source);
+  const functionArn = env.schedulerArn;
+  const roleArn = env.wakeRoleArn;
   if (!functionArn || !roleArn) return undefined;
-  const target: ArmTarget = { prefix: env.LEASEHOLD_WAKE_PREFIX || "leasehold-wake", functionArn, roleArn, groupName: env.LEASEHOLD_WAKE_GROUP || undefined };
+  const target: ArmTarget = { prefix: env.wakePrefix, functionArn, roleArn };
   let client: Promise<SchedulerClient> | undefined;
   return async () => void (await armWake(await (client ??= schedulerClient()), target, Date.now(), WAKE_EVENT));
 }
 
 /** The waker an app's route uses, configured from the environment infra links to it. */
 export function schedulerWaker(onError: (err: unknown) => void = () => {}): Waker {
-  return createSchedulerWaker(process.env.LEASEHOLD_SCHEDULER_FUNCTION, onError, lambdaClient(), atFallback());
+  return createSchedulerWaker(readEnvironment().schedulerFunction, onError, lambdaClient(), atFallback());
 }
 
 /** What the component's link (`link: [leasehold.link]`) gives a function, as `Resource.<name>`. */
@@ -136,7 +138,7 @@ export function linkedLeasehold(
   } = {},
 ): LinkedLeasehold {
   const link = linkProperties(options.resources ?? (Resource as unknown as LinkedResources), options.name ?? "Leasehold");
-  const given = options.env ?? process.env;
+  const given = options.env ?? processEnvironment();
   const dev = link.databaseUrl || given.DATABASE_URL ? null : options.devState !== undefined ? options.devState : readDevStackState();
   const env = dev ? { ...given, ...dev.env } : given;
   const source = link.databaseUrl ? "link" : given.DATABASE_URL ? "environment" : dev ? "dev stack" : "none";
@@ -145,7 +147,7 @@ export function linkedLeasehold(
   const client = dev
     ? lambdaClient({ endpoint: dev.lambdaUrl, region: DEV_AWS.region, credentials: { accessKeyId: DEV_AWS.accessKeyId, secretAccessKey: DEV_AWS.secretAccessKey } })
     : lambdaClient();
-  const waker = createSchedulerWaker(link.schedulerFunction ?? env.LEASEHOLD_SCHEDULER_FUNCTION, options.onError ?? (() => {}), client, atFallback(fallbackEnv));
+  const waker = createSchedulerWaker(link.schedulerFunction ?? readEnvironment(env).schedulerFunction, options.onError ?? (() => {}), client, atFallback(fallbackEnv));
   const wsProxy = link.databaseUrl ? undefined : settings.wsProxy;
   return {
     schema: settings.schema,

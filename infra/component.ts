@@ -6,7 +6,7 @@
  * // sst.config.ts
  * const { Leasehold } = await import("leasehold/sst");
  * const jobs = new Leasehold("Leasehold", { config: (await import("./leasehold.config")).default, recurring });
- * new sst.aws.Function("Api", { handler: "src/api.handler", link: [jobs] });
+ * new sst.aws.Function("AppApi", { handler: "src/api.handler", link: [jobs] });
  * ```
  *
  * It makes the runners, scheduler and rescuer (each a generated entry that
@@ -127,6 +127,23 @@ export class Leasehold {
    * and the scheduler (it rescues a lease it watches as soon as it expires).
    */
   get deathLogGroups() {
-    return [...Object.values(this.runners), this.rescuer, this.scheduler].map((fn) => $interpolate`/aws/lambda/${fn.name}`);
+    return [...Object.values(this.runners), this.rescuer, this.scheduler].map(logGroupName);
   }
+
+  /** The rescuer's log group. */
+  get rescuerLogGroup() {
+    return logGroupName(this.rescuer);
+  }
+}
+
+/**
+ * The log group SST created for `fn`, where its output goes. Not
+ * `/aws/lambda/<function name>`: SST names the group with a suffix of its own
+ * and points the function's logging at it.
+ */
+function logGroupName(fn: sst.aws.Function): $util.Output<string> {
+  return fn.nodes.logGroup.apply((group) => {
+    if (!group) throw new Error("Leasehold: a function has no log group of its own (logging disabled?)");
+    return group.name;
+  });
 }

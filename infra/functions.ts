@@ -7,6 +7,7 @@
  * come from infra/wake.ts.
  */
 import { functionSpecs, runnerFunctions, type FunctionSpec } from "../shared/config.ts";
+import { writeEnvironment } from "../shared/environment.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import { componentName, type InfraContext } from "./context.ts";
 import { parseSchedule } from "./schedule.ts";
@@ -64,7 +65,7 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         // One schema for every function (shared/settings.ts), from the app's config.
-        LEASEHOLD_SCHEMA: ctx.config.schema,
+        ...writeEnvironment({ schema: ctx.config.schema }),
         ...s.environment,
         ...extra.environment,
       },
@@ -82,9 +83,11 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
     });
   }
 
+  /** The one-time `at()` schedules, by their name prefix (functions/aws.ts names them `<prefix>-<epoch seconds>`, default group). */
+  const wakeSchedules = `arn:aws:scheduler:*:*:schedule/default/${wake.wakePrefix}-*`;
   /** Arming a one-time `at()` wake-up: create the schedule, and hand it the role that invokes the scheduler. */
   const armWakes = [
-    { actions: ["scheduler:CreateSchedule"], resources: ["*"] },
+    { actions: ["scheduler:CreateSchedule"], resources: [wakeSchedules] },
     { actions: ["iam:PassRole"], resources: [wake.wakeRole.arn] },
   ];
   const schedulerArnByName = `arn:aws:lambda:*:*:function:${wake.schedulerFunctionName}`;
@@ -99,7 +102,7 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
         // The hard cap on concurrent invocations of this runner.
         concurrency: { reserved: runner.maxConcurrency },
         // A follow-up job for another queue, or for later, wakes the scheduler.
-        environment: { LEASEHOLD_SCHEDULER_FUNCTION: wake.schedulerFunctionName },
+        environment: writeEnvironment({ schedulerFunction: wake.schedulerFunctionName }),
         permissions: [{ actions: ["lambda:InvokeFunction"], resources: [schedulerArnByName] }],
       }),
     ]),
@@ -116,15 +119,15 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
     permissions: [
       ...armWakes,
       // Deletes the retry schedule it armed once it leaves another watch (functions/scheduler.ts).
-      { actions: ["scheduler:DeleteSchedule"], resources: ["*"] },
+      { actions: ["scheduler:DeleteSchedule"], resources: [wakeSchedules] },
       { actions: ["lambda:InvokeFunction"], resources: [schedulerArnByName] },
     ],
-    environment: {
-      LEASEHOLD_RUNNER_FUNCTIONS: $jsonStringify(Object.fromEntries(Object.entries(runners).map(([name, fn]) => [name, fn.name]))),
-      LEASEHOLD_RESCUER_FUNCTION: rescuer.name,
-      LEASEHOLD_WAKE_ROLE_ARN: wake.wakeRole.arn,
-      LEASEHOLD_WAKE_PREFIX: wake.wakePrefix,
-    },
+    environment: writeEnvironment<$util.Input<string>>({
+      runnerFunctions: $jsonStringify(Object.fromEntries(Object.entries(runners).map(([name, fn]) => [name, fn.name]))),
+      rescuerFunction: rescuer.name,
+      wakeRoleArn: wake.wakeRole.arn,
+      wakePrefix: wake.wakePrefix,
+    }),
   });
 
   /**
@@ -152,12 +155,12 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
     // and allowed to arm an at() schedule when that Invoke is slow.
     link: [ctx.apiToken, scheduler],
     permissions: armWakes,
-    environment: {
-      LEASEHOLD_SCHEDULER_FUNCTION: scheduler.name,
-      LEASEHOLD_SCHEDULER_ARN: scheduler.arn,
-      LEASEHOLD_WAKE_ROLE_ARN: wake.wakeRole.arn,
-      LEASEHOLD_WAKE_PREFIX: wake.wakePrefix,
-    },
+    environment: writeEnvironment<$util.Input<string>>({
+      schedulerFunction: scheduler.name,
+      schedulerArn: scheduler.arn,
+      wakeRoleArn: wake.wakeRole.arn,
+      wakePrefix: wake.wakePrefix,
+    }),
     url: true,
   });
 

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { functionSpecs } from "../shared/config.ts";
+import { writeEnvironment } from "../shared/environment.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import type { InfraContext } from "./context.ts";
 
@@ -28,7 +29,7 @@ export function createMigration(ctx: InfraContext): { migrateFunction: sst.aws.F
     timeout: `${spec.timeoutSeconds} seconds`,
     memory: `${spec.memoryMb} MB`,
     link: [ctx.databaseUrl],
-    environment: { POWERTOOLS_SERVICE_NAME: SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE, LEASEHOLD_SCHEMA: ctx.config.schema },
+    environment: { POWERTOOLS_SERVICE_NAME: SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE, ...writeEnvironment({ schema: ctx.config.schema }) },
     // The migrate handler reads migrations/ in its task root.
     copyFiles: [{ from: relative($cli.paths.root, ctx.migrationsDir) || ".", to: "migrations" }],
     retries: 0,

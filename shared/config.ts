@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SCHEMA_NAME } from "./db.ts";
+import { writeEnvironment } from "./environment.ts";
 import { schedulerTimeoutNeededMs } from "./wake-plan.ts";
 
 /**
@@ -299,7 +300,7 @@ export function functionSpecs(cfg: Config, entriesDir: string = ENTRIES_DIR): Fu
     handler: `${entriesDir}/runner.handler`,
     timeoutSeconds: cfg.runners[f.runner]!.timeoutSeconds,
     memoryMb: f.memoryMb,
-    environment: f.light ? { LEASEHOLD_RUNNER: f.runner, LEASEHOLD_RUNNER_VARIANT: "light" } : { LEASEHOLD_RUNNER: f.runner },
+    environment: writeEnvironment<string>({ runner: f.runner, runnerVariant: f.light ? "light" : undefined }),
     onFailure: "scheduler",
   }));
   return [

@@ -1,16 +1,18 @@
 import { DEFAULT_SCHEMA } from "./config.ts";
 import { createPgPool } from "./drivers/pg.ts";
 import { migrate } from "./migrate.ts";
+import { readEnvironment } from "./environment.ts";
 
 /** `npm run migrate`: applies pending migrations to DATABASE_URL. */
-const url = process.env.DATABASE_URL;
+const env = readEnvironment();
+const url = env.databaseUrl;
 if (!url) {
   console.error("DATABASE_URL is not set: point it at the Postgres to migrate.");
   process.exit(2);
 }
 const pool = createPgPool(url, 1);
 try {
-  const schema = process.env.LEASEHOLD_SCHEMA ?? DEFAULT_SCHEMA;
+  const schema = env.schema ?? DEFAULT_SCHEMA;
   const applied = await migrate(pool, schema);
   console.log(applied.length ? `applied migrations ${applied.join(", ")} to schema ${schema}` : `schema ${schema} is up to date`);
 } catch (err) {

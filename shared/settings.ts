@@ -1,5 +1,6 @@
 import { DEFAULT_SCHEMA } from "./config.ts";
 import { SCHEMA_NAME } from "./db.ts";
+import { ENV } from "./environment.ts";
 import { ValidationError } from "./errors.ts";
 
 /**
@@ -38,15 +39,15 @@ export function resolveSettings(sources: SettingSources = {}): Settings {
   const env = sources.env ?? {};
   const secret = sources.secret ?? (() => undefined);
   const pick = (...values: (string | undefined)[]) => values.find((v) => v !== undefined && v !== "");
-  const schema = pick(sources.given?.schema, env.LEASEHOLD_SCHEMA, sources.config?.schema) ?? DEFAULT_SCHEMA;
+  const schema = pick(sources.given?.schema, env[ENV.schema], sources.config?.schema) ?? DEFAULT_SCHEMA;
   if (!SCHEMA_NAME.test(schema)) {
     const message = `invalid schema name ${JSON.stringify(schema)}: use lowercase letters, digits and _ (at most 63)`;
     throw new ValidationError(message, [{ path: ["schema"], message }]);
   }
   return {
     schema,
-    databaseUrl: pick(sources.given?.databaseUrl, secret("DatabaseUrl"), env.DATABASE_URL),
-    apiToken: pick(secret("ApiToken"), env.LEASEHOLD_API_TOKEN),
-    wsProxy: pick(env.LEASEHOLD_WS_PROXY),
+    databaseUrl: pick(sources.given?.databaseUrl, secret("DatabaseUrl"), env[ENV.databaseUrl]),
+    apiToken: pick(secret("ApiToken"), env[ENV.apiToken]),
+    wsProxy: pick(env[ENV.wsProxy]),
   };
 }

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { DEFAULT_RUNNER_IDLE_MS, DEFAULT_RUNNER_POLL_MS } from "./config.ts";
 import { retryDelayMs } from "./backoff.ts";
 import { enqueue, enqueueClaimed } from "./enqueue.ts";
 import type { EnqueueOptions, JobType } from "./job.ts";
@@ -33,8 +34,9 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const remainingMs = options.remainingMs ?? (() => Number.POSITIVE_INFINITY);
   const marginMs = options.marginMs ?? 0;
   const maxLeaseMs = () => Math.min(remainingMs() - marginMs, options.maxLeaseMs ?? Number.POSITIVE_INFINITY);
-  const idleMs = options.idleMs ?? 2_000;
-  const pollMs = options.pollMs ?? 200;
+  // The config's defaults (shared/config.ts), as a deployed runner gets them.
+  const idleMs = options.idleMs ?? DEFAULT_RUNNER_IDLE_MS;
+  const pollMs = options.pollMs ?? DEFAULT_RUNNER_POLL_MS;
   // Adaptive: an isolated job's runner leaves after one poll; a stream keeps it (runner/linger.ts).
   // A `Linger` given in remembers the arrivals earlier runs saw (a warm Lambda environment's).
   const linger = options.linger instanceof Linger ? options.linger : new Linger(clock, { minMs: pollMs, maxMs: idleMs });

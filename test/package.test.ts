@@ -8,7 +8,9 @@ import { pathToFileURL } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../dev/embedded-postgres.ts";
-import { installFakeGlobals, type Created } from "./support/sst-stubs.ts";
+import { runChecks } from "../dev/synth/checks.ts";
+import { allows, Graph } from "../dev/synth/graph.ts";
+import { synthesize } from "../dev/synth/synth.ts";
 import { readManifest, unusedFiles } from "../scripts/package-files.ts";
 import { docSnippets, writeSnippetApp } from "./support/doc-snippets.ts";
 import { installApp, linkPlatform, packLeasehold, PLATFORM, ROOT, run, type Packed } from "./support/packed.ts";
@@ -17,8 +19,8 @@ import { installApp, linkPlatform, packLeasehold, PLATFORM, ROOT, run, type Pack
  * Leasehold as an outside app gets it: `npm pack` builds the package, a small
  * SST app (test/fixtures/app: its own config on its own schema, its own job
  * types, a Hono route that enqueues in its own transaction) installs the
- * tarball, and then it type-checks, deploys (SST globals stubbed, the real
- * component), bundles, runs with `npx leasehold dev` and answers
+ * tarball, and then it type-checks, synthesizes (SST's component code under
+ * Pulumi's mock runtime, the real component), bundles, runs with `npx leasehold dev` and answers
  * `npx leasehold stats`: nothing of this repository but the tarball.
  */
 const root = ROOT;
@@ -80,24 +82,24 @@ describe("the packed package in an outside SST app", () => {
     expect("stdout" in result ? result.stdout : "", `the blocks, by file:\n${shownAt}`).toBe("");
   }, 300_000);
 
-  it("deploys as `sst deploy` would: the component from the app's config, and every function bundles offline", async () => {
-    const created: Created[] = [];
-    installFakeGlobals(created, app, { name: "acme", stage: "test" });
-    const config = (await import(/* @vite-ignore */ pathToFileURL(join(app, "sst.config.ts")).href)).default as { run(): Promise<unknown> };
-    await config.run();
-    const functions = created.filter((c) => c.type === "sst.aws.Function");
+  it("synthesizes as `sst deploy` would (SST's component code, Pulumi's mock runtime): the component from the app's config, every check holds, every function bundles offline", async () => {
+    const graph = new Graph(await synthesize({ root: app, stage: "test" }));
+    expect([...runChecks(graph)]).toEqual([]);
+    const functions = graph.functions();
     expect(functions.map((f) => f.name).sort()).toEqual(["AcmeApi", "Api", "Migrate", "Rescuer", "Runner", "Scheduler"]);
     for (const f of functions.filter((f) => f.name !== "AcmeApi")) {
-      expect(f.args.environment.LEASEHOLD_SCHEMA, f.name).toBe("acme_jobs");
-      expect(f.args.handler, f.name).toMatch(/^\.leasehold\/functions\/\w+\.handler$/);
+      expect(f.env.LEASEHOLD_SCHEMA, f.name).toBe("acme_jobs");
+      expect(f.lambda.handler, f.name).toMatch(/^\.leasehold\/functions\/\w+\.handler$/);
     }
-    expect(created.find((c) => c.name === "Migrate")!.args.copyFiles).toEqual([{ from: "node_modules/leasehold/dist/migrations", to: "migrations" }]);
-    expect(created.filter((c) => c.type === "aws.scheduler.Schedule").map((c) => JSON.parse(c.args.target.input).name)).toEqual(["acme.nightly"]);
+    const ticks = graph.all("aws:scheduler/schedule:Schedule").filter((s) => s.inputs.target.input !== "{}");
+    expect(ticks.map((s) => JSON.parse(s.inputs.target.input).name)).toEqual(["acme.nightly"]);
+    // The app's own function, linked to the component: its link, and the right to wake the scheduler.
     const acme = functions.find((f) => f.name === "AcmeApi")!;
-    expect(acme.args.link.map((l: { name: string }) => l.name)).toEqual(["Leasehold"]);
+    expect(graph.synth.built.find((b) => b.functionID === "AcmeApi")!.links).toContain("Leasehold");
+    expect(allows(acme.role, "lambda:InvokeFunction", graph.kind("scheduler")[0]!.arn)).toBe(true);
 
     for (const f of functions) {
-      const entry = join(app, f.args.handler.replace(/\.handler$/, ".ts"));
+      const entry = join(app, String(f.lambda.handler).replace(/\.handler$/, ".ts"));
       const text = readFileSync(entry, "utf8");
       if (f.name !== "AcmeApi") expect(text).toContain(`from "leasehold/lambda"`);
       const out = await build({ entryPoints: [entry], absWorkingDir: app, bundle: true, platform: "node", format: "esm", target: "node22", write: false, logLevel: "silent" });
@@ -105,7 +107,7 @@ describe("the packed package in an outside SST app", () => {
       expect(bundled, f.name).toContain("handler");
       expect(bundled, `${f.name} bundles nothing from this repository`).not.toContain(root);
     }
-  }, 300_000);
+  }, 600_000);
 
   describe("npx leasehold dev", () => {
     let dev: ChildProcess;

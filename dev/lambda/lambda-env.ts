@@ -4,12 +4,24 @@
  */
 import { randomBytes } from "node:crypto";
 import type { FunctionSpec } from "../../shared/config.ts";
+import { writeEnvironment } from "../../shared/environment.ts";
 import type { InvocationReport } from "./environment.ts";
 
 export const LOCAL_REGION = "us-east-1";
 export const LOCAL_ACCOUNT_ID = "123456789012";
 /** Host variables a process needs to work at all; nothing else leaks in from the parent. */
 const INHERITED = ["PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT"];
+
+/**
+ * What infra sets on the deployed functions (shared/environment.ts,
+ * DEPLOYED_ENVIRONMENT), with this runtime's values: its functions are named
+ * as in the config, and its EventBridge Scheduler takes any role.
+ */
+const LOCAL_DEPLOYED = writeEnvironment<string>({
+  schedulerFunction: "scheduler",
+  rescuerFunction: "rescuer",
+  wakeRoleArn: `arn:aws:iam::${LOCAL_ACCOUNT_ID}:role/leasehold-local-wake`,
+});
 
 export function functionArn(name: string): string {
   return `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT_ID}:function:${name}`;
@@ -47,6 +59,7 @@ export function functionEnvironment(spec: FunctionSpec, inputs: EnvironmentInput
     LEASEHOLD_LAMBDA_ARN: functionArn(spec.name),
     TZ: "UTC",
     _HANDLER: spec.handler,
+    ...LOCAL_DEPLOYED,
     ...spec.environment,
     ...inputs.extra,
   };

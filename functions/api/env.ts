@@ -8,6 +8,7 @@ import type { Config } from "../../shared/config.ts";
 import { resolveSettings } from "../../shared/settings.ts";
 import { MIN_TOKEN_LENGTH } from "./auth.ts";
 import { linkedSecret, type LinkedResources } from "../env.ts";
+import { processEnvironment, readEnvironment, type EnvSource } from "../../shared/environment.ts";
 
 export type { LinkedResources };
 
@@ -35,7 +36,7 @@ const envSchema = z.object({
 /** Reads and checks the configuration; the error names what is missing, never a value. */
 export function readApiEnvironment(
   config: Pick<Config, "schema">,
-  env: Record<string, string | undefined> = process.env,
+  env: EnvSource = processEnvironment(),
   resources?: LinkedResources,
 ): ApiEnvironment {
   const settings = resolveSettings({ secret: (name) => linkedSecret(name, resources), env, config });
@@ -43,7 +44,7 @@ export function readApiEnvironment(
     databaseUrl: settings.databaseUrl ?? "",
     apiToken: settings.apiToken,
     schema: settings.schema,
-    schedulerFunction: env.LEASEHOLD_SCHEDULER_FUNCTION || undefined,
+    schedulerFunction: readEnvironment(env).schedulerFunction,
     wsProxy: settings.wsProxy,
   });
   if (!parsed.success) {

@@ -43,7 +43,7 @@ export interface WorkerOptions {
    * arrivals earlier runs saw too (one kept per warm environment).
    */
   linger?: "fixed" | "adaptive" | Linger;
-  /** Wait between claims that found nothing. */
+  /** Wait between claims that found nothing; default: the config's (`DEFAULT_RUNNER_POLL_MS`). */
   pollMs?: number;
   /** Stay (claiming every `pollMs`) at least until this time on `clock`: started ahead of a due job. */
   waitUntil?: number;

@@ -1,0 +1,84 @@
+/**
+ * The environment contract (shared/environment.ts): one schema of every
+ * variable infra writes and the functions read, one default each, and no
+ * other `process.env` read in functions/ or shared/.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { DEFAULT_RUNNER_IDLE_MS, DEFAULT_RUNNER_POLL_MS, defineConfig, functionSpecs } from "../shared/config.ts";
+import { DEFAULT_RUNNER, DEFAULT_WAKE_PREFIX, DEPLOYED_ENVIRONMENT, ENV, readEnvironment, writeEnvironment } from "../shared/environment.ts";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+function sources(dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && /\.(ts|mts|js|mjs)$/.test(e.name))
+    .map((e) => relative(root, join(e.parentPath, e.name)));
+}
+
+/** Code lines (not comments) that read `process.env`, as `file:line`. */
+function strayReads(files: string[]): string[] {
+  return files.flatMap((file) =>
+    readFileSync(join(root, file), "utf8").split("\n").flatMap((line, i) => {
+      const code = line.replace(/\/\/.*$/, "").trim();
+      return /process\.env\b/.test(code) && !code.startsWith("*") && !code.startsWith("/*") ? [`${file}:${i + 1}`] : [];
+    }),
+  );
+}
+
+describe("the environment contract", () => {
+  it("no file of functions/ or shared/ reads process.env but shared/environment.ts", () => {
+    const files = [...sources("functions"), ...sources("shared")];
+    expect(files.length).toBeGreaterThan(50);
+    expect(strayReads(files).filter((at) => !at.startsWith("shared/environment.ts:"))).toEqual([]);
+    // The grep finds a read where there is one.
+    expect(strayReads(["shared/environment.ts"])).toHaveLength(1);
+  });
+
+  it("one default each: unset and empty read the same", () => {
+    const unset = readEnvironment({});
+    expect(readEnvironment(Object.fromEntries(Object.values(ENV).map((name) => [name, ""])))).toEqual(unset);
+    expect(unset).toMatchObject({
+      runner: DEFAULT_RUNNER, wakePrefix: DEFAULT_WAKE_PREFIX, runnerFunctions: {},
+      schedulerFunction: undefined, rescuerFunction: undefined, wakeRoleArn: undefined, schema: undefined,
+    });
+  });
+
+  it("reads what infra writes", () => {
+    const written = writeEnvironment({
+      schema: "acme", runner: "cpu", runnerVariant: "light", runnerFunctions: JSON.stringify({ cpu: "app-cpu-fn" }),
+      schedulerFunction: "app-scheduler", rescuerFunction: "app-rescuer", wakeRoleArn: "arn:aws:iam::1:role/wake", wakePrefix: "app-wake",
+    });
+    expect(written.LEASEHOLD_SCHEMA).toBe("acme");
+    expect(readEnvironment(written)).toMatchObject({
+      schema: "acme", runner: "cpu", runnerVariant: "light", runnerFunctions: { cpu: "app-cpu-fn" },
+      schedulerFunction: "app-scheduler", rescuerFunction: "app-rescuer", wakeRoleArn: "arn:aws:iam::1:role/wake", wakePrefix: "app-wake",
+    });
+  });
+
+  it("refuses a bad value, naming the variable and not the value", () => {
+    expect(() => readEnvironment({ LEASEHOLD_RUNNER_VARIANT: "heavy" })).toThrow(/LEASEHOLD_RUNNER_VARIANT/);
+    const bad = () => readEnvironment({ LEASEHOLD_RUNNER_FUNCTIONS: "not-json-s3cret" });
+    expect(bad).toThrow(/LEASEHOLD_RUNNER_FUNCTIONS/);
+    expect(bad).not.toThrow(/s3cret/);
+  });
+
+  it("every variable a deployed function needs is one of the contract's; the runner specs write theirs through it", () => {
+    const names = new Set(Object.keys(ENV));
+    for (const keys of Object.values(DEPLOYED_ENVIRONMENT)) for (const key of keys) expect(names.has(key), key).toBe(true);
+    const specs = functionSpecs(defineConfig({ runners: { runner: { queues: ["default"], light: {} } } }));
+    expect(specs.find((s) => s.name === "runner-light")!.environment).toEqual({ LEASEHOLD_RUNNER: "runner", LEASEHOLD_RUNNER_VARIANT: "light" });
+    expect(specs.find((s) => s.name === "runner")!.environment).toEqual({ LEASEHOLD_RUNNER: "runner" });
+  });
+
+  it("the worker's defaults are the config's (poll and idle)", () => {
+    const runner = defineConfig({}).runners.runner!;
+    expect(runner.pollMs).toBe(DEFAULT_RUNNER_POLL_MS);
+    expect(runner.idleMs).toBe(DEFAULT_RUNNER_IDLE_MS);
+    const worker = readFileSync(join(root, "shared/worker.ts"), "utf8");
+    expect(worker).toContain("options.pollMs ?? DEFAULT_RUNNER_POLL_MS");
+    expect(worker).toContain("options.idleMs ?? DEFAULT_RUNNER_IDLE_MS");
+  });
+});
