@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import type { Config } from "../../shared/config.ts";
+import { SCHEMA_NAME } from "../../shared/db.ts";
 import { resolveSettings } from "../../shared/settings.ts";
 import { MIN_TOKEN_LENGTH } from "./auth.ts";
 import { linkedSecret, type LinkedResources } from "../env.ts";
@@ -28,7 +29,7 @@ const envSchema = z.object({
   apiToken: z
     .string({ error: "LEASEHOLD_API_TOKEN (or the linked ApiToken secret) is not set" })
     .min(MIN_TOKEN_LENGTH, `the API token must be at least ${MIN_TOKEN_LENGTH} characters`),
-  schema: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, "LEASEHOLD_SCHEMA must be a plain identifier"),
+  schema: z.string().regex(SCHEMA_NAME, "LEASEHOLD_SCHEMA must be a plain identifier"),
   schedulerFunction: z.string().min(1).optional(),
   wsProxy: z.string().min(1).optional(),
 });
