@@ -67,6 +67,12 @@ export function flowControlIssues(type: JobType, at: Path): Issue[] {
   return issues;
 }
 
+/** The debounce or throttle an enqueue asks for: its own when it gives either, else its type's. */
+export function chosenFlowControl(type: JobType, options: EnqueueOptions): Pick<JobType, "debounce" | "throttle"> {
+  const own = options.debounce !== undefined || options.throttle !== undefined;
+  return own ? { debounce: options.debounce, throttle: options.throttle } : { debounce: type.debounce, throttle: type.throttle };
+}
+
 /**
  * The job's debounce or throttle: the enqueue's own (`options`, already
  * parsed) replaces its type's. A type's key function is given the payload as
@@ -75,10 +81,8 @@ export function flowControlIssues(type: JobType, at: Path): Issue[] {
  * with a dedupe key.
  */
 export function flowControlOf(type: JobType, payload: unknown, options: EnqueueOptions, at: Path): FlowControl | Issue {
-  const own = options.debounce !== undefined || options.throttle !== undefined;
   if (options.debounce && options.throttle) return { path: [...at, "throttle"], message: "give debounce or throttle, not both" };
-  const debounce = own ? options.debounce : type.debounce;
-  const throttle = own ? options.throttle : type.throttle;
+  const { debounce, throttle } = chosenFlowControl(type, options);
   const keyOf = (key: string | ((payload: never) => string | null | undefined), what: string): string | null | Issue => {
     if (typeof key === "string") return key;
     const value = key(payload as never);

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { DEFAULT_RUNNER_IDLE_MS, DEFAULT_RUNNER_POLL_MS } from "./config.ts";
 import { retryDelayMs } from "./backoff.ts";
 import { enqueue, enqueueClaimed } from "./enqueue.ts";
+import { chosenFlowControl } from "./flow-control.ts";
 import type { EnqueueOptions, JobType } from "./job.ts";
 import { PrefetchGauge } from "./prefetch.ts";
 import { pause, systemClock } from "./runner/clock.ts";
@@ -113,13 +114,12 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const follow = async <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, opts?: EnqueueOptions) => {
     const queue = opts?.queue ?? type.queue;
     // A debounced job starts a period from now: a follow-up for later.
-    const debounced = opts?.debounce !== undefined || (opts?.throttle === undefined && type.debounce !== undefined);
-    const throttled = opts?.throttle !== undefined || (opts?.debounce === undefined && type.throttle !== undefined);
-    const now = queues.includes(queue) && !opts?.runAt && !opts?.delayMs && !debounced;
+    const { debounce, throttle } = chosenFlowControl(type, opts ?? {});
+    const now = queues.includes(queue) && !opts?.runAt && !opts?.delayMs && !debounce;
     // Hand-off: nothing waits here, the queue is drained, and the lease fits,
     // so the job is inserted already claimed by this runner and starts as soon
     // as a slot is free, with no claim round trip. The insert is the claim.
-    if (now && !opts?.dedupeKey && !throttled && producer.drained && producer.buffer.length === 0 && !isolating && !suspectRunning &&
+    if (now && !opts?.dedupeKey && !throttle && producer.drained && producer.buffer.length === 0 && !isolating && !suspectRunning &&
         registry.has(type.name) && type.leaseMs <= maxLeaseMs() && !type.concurrency /* only the claim admits these */) {
       const sentAt = clock.now();
       const job = await enqueueClaimed(store, { type, payload, options: opts }, runnerId, options.limits);
