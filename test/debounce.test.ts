@@ -239,6 +239,23 @@ describe("debounce and throttle, one connection", () => {
     expect(rows.map((r) => r.n)).toEqual([1, 3]);
   });
 
+  it("a handler's debounced follow-ups to its own queue are not handed to the runner: one job stands, to start a period later", async () => {
+    const child = defineJob({ name: "reindex-child", queue: "flow", schema: z.object({ n: z.number().int() }), handler: () => {} });
+    const parent = defineJob({
+      name: "edit", queue: "flow", schema: z.object({}),
+      handler: async (_p, ctx) => {
+        for (const n of [1, 2]) await ctx.enqueue(child, { n }, { debounce: { key: "from-handler", periodMs: 60_000 } });
+      },
+    });
+    await enqueue(t, parent, {});
+    const summary = await runWorker({ store: t, registry: createRegistry([parent, child]), queues: ["flow"], runnerId: "w", slots: 2, idleMs: 500, pollMs: 50 });
+    expect(summary.claimed).toBe(1);
+    const { rows } = await t.admin.query<{ n: number; status: string; later: boolean }>(
+      `select (payload->>'n')::int as n, status::text, run_at > now() + interval '30 seconds' as later
+       from "${t.schema}".jobs where name = 'reindex-child'`);
+    expect(rows).toEqual([{ n: 2, status: "queued", later: true }]);
+  });
+
   it("a batch with one key twice: debounce writes the last payload once, throttle keeps the first, and plain jobs go in beside them, results in order", async () => {
     const results = await enqueueJobs(t, [
       job(types.reindex, { doc: "b", n: 1 }, { debounce: { key: "batch", periodMs: 60_000 } }),
