@@ -3,19 +3,35 @@
  * bound, cast parameter:
  *   $1 queue, $2 limit, $3 max lease ms, $4 runner id,
  *   $5 job names (null: any), $6 a group (fair: the group to start after;
- *   plain in a fair queue: the one group it showed; else null), and for fair
- *   claims (else null) $7 each group's share.
+ *   plain in a fair queue: the one group it showed; else null), for fair
+ *   claims (else null) $7 each group's share, and for a claim under rate
+ *   limits $8 how many rate-limited jobs it may take (they start at once).
  *
  * Two ways to pick candidates, then one tail that applies the concurrency
  * limits and claims. See docs/internals.md, "Fairness and limits".
  */
 
-/** What every candidate must satisfy beside its queue (and group). */
-const READY = (suspect: boolean) => `j.status = 'queued' and j.queue = $1::text and j.run_at <= now()
-      and j.lease_ms <= $3::integer and ${suspect ? "" : "not "}j.suspect
-      and ($5::text[] is null or j.name = any($5::text[]))`;
+/**
+ * Whether job `j`'s rate limit key has no room now: its window holds
+ * `rate_limit` starts within the job's period. The window's starts are kept
+ * oldest first, so that is one look at the limit-th newest. As read from the
+ * statement's snapshot: a pre-filter that keeps a full key's jobs from
+ * taking a claim's places; the locked window decides (`RATE_TAIL`).
+ */
+export const RATE_FULL = (j: string) => `exists (select 1 from leasehold.rate_windows w
+        where w.key = ${j}.rate_key and cardinality(w.starts) >= ${j}.rate_limit
+          and w.starts[cardinality(w.starts) - ${j}.rate_limit + 1] > now() - ${j}.rate_period_ms * interval '1 millisecond')`;
 
-const CANDIDATE_COLUMNS = "j.id, j.fair_group, j.runs, j.concurrency_key, j.concurrency_limit";
+/** What every candidate must satisfy beside its queue (and group); a rate-limited claim skips jobs of full keys. */
+const READY = (suspect: boolean, rated: boolean) => `j.status = 'queued' and j.queue = $1::text and j.run_at <= now()
+      and j.lease_ms <= $3::integer and ${suspect ? "" : "not "}j.suspect
+      and ($5::text[] is null or j.name = any($5::text[]))${rated ? `
+      and (j.rate_key is null or not ${RATE_FULL("j")})` : ""}`;
+
+const CANDIDATE_COLUMNS = (rated: boolean) =>
+  `j.id, j.fair_group, j.runs, j.concurrency_key, j.concurrency_limit${rated ? ", j.rate_key, j.rate_limit, j.rate_period_ms" : ""}`;
+const PICKED_COLUMNS = (rated: boolean) =>
+  `p.id, p.runs, p.concurrency_key, p.concurrency_limit, p.fair_group${rated ? ", p.rate_key, p.rate_limit, p.rate_period_ms" : ""}`;
 
 /**
  * Fair: the distinct groups with queued jobs, found by a skip scan of
@@ -30,7 +46,7 @@ const CANDIDATE_COLUMNS = "j.id, j.fair_group, j.runs, j.concurrency_key, j.conc
  * the claim takes places in turn across groups, then the second pass.
  * Every LIMIT is a parameter, so the planner's estimates stay small.
  */
-const FAIR_PICK = `
+const FAIR_PICK = (rated: boolean) => `
 with recursive after_start(g) as (
   (select j.fair_group from leasehold.jobs j where j.status = 'queued' and j.queue = $1::text and j.fair_group > $6::text
    order by j.fair_group limit 1)
@@ -55,9 +71,9 @@ with recursive after_start(g) as (
   ) listed
 ), first_pass as (
   select c.*, gr.turn from groups gr cross join lateral (
-    select ${CANDIDATE_COLUMNS}, row_number() over () as nth from (
-      select ${CANDIDATE_COLUMNS} from leasehold.jobs j
-      where j.fair_group = gr.g and ${READY(false)}
+    select ${CANDIDATE_COLUMNS(rated)}, row_number() over () as nth from (
+      select ${CANDIDATE_COLUMNS(rated)} from leasehold.jobs j
+      where j.fair_group = gr.g and ${READY(false, rated)}
       order by j.priority desc, j.run_at, j.id
       limit $7::integer
       for update of j skip locked
@@ -66,8 +82,8 @@ with recursive after_start(g) as (
   where gr.turn <= $2::integer
 ), second_pass as (
   select p.*, $7::integer + row_number() over () as nth, 0::bigint as turn from (
-    select ${CANDIDATE_COLUMNS} from leasehold.jobs j
-    where ${READY(false)}
+    select ${CANDIDATE_COLUMNS(rated)} from leasehold.jobs j
+    where ${READY(false, rated)}
       and $2::integer > (select count(*) from first_pass)
       and j.id <> all (array(select f.id from first_pass f))
     order by j.priority desc, j.run_at, j.id
@@ -75,7 +91,7 @@ with recursive after_start(g) as (
     for update of j skip locked
   ) p
 ), picked as (
-  select p.id, p.runs, p.concurrency_key, p.concurrency_limit, p.fair_group,
+  select ${PICKED_COLUMNS(rated)},
          row_number() over (order by p.nth, p.turn) as ord
   from (select * from first_pass union all select * from second_pass) p
   order by p.nth, p.turn
@@ -102,11 +118,11 @@ const OTHER_GROUP_QUEUED = `((select o.fair_group from leasehold.jobs o where o.
  * then claims fairly at once, so a group that arrives waits no longer than
  * one claim's round trip for its share.
  */
-const PLAIN_PICK = (suspect: boolean) => `
+const PLAIN_PICK = (suspect: boolean, rated: boolean) => `
 with picked as (
-  select p.id, p.runs, p.concurrency_key, p.concurrency_limit, p.fair_group, row_number() over () as ord from (
-    select ${CANDIDATE_COLUMNS} from leasehold.jobs j
-    where ${READY(suspect)}
+  select ${PICKED_COLUMNS(rated)}, row_number() over () as ord from (
+    select ${CANDIDATE_COLUMNS(rated)} from leasehold.jobs j
+    where ${READY(suspect, rated)}
       and ($6::text is null or not ${OTHER_GROUP_QUEUED})
     order by j.priority desc, j.run_at, j.id
     limit $2::integer
@@ -144,7 +160,7 @@ set status = 'running',
 from ${from} a
 where j.id = a.id ${extra}
 returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
-          j.lease_token::text, j.runs, j.start_first or j.attempts >= j.max_attempts as start_first, a.ord,
+          j.lease_token::text, j.runs, j.start_first or j.attempts >= j.max_attempts as start_first, j.rate_key is not null as rated, a.ord,
           (select g from groups where turn <= $2::integer order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count,
           ${SUSPECTS_WAITING} as suspects_waiting`;
 
@@ -160,8 +176,8 @@ returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.
  * is rewritten with the live runs plus the new ones, in the same statement
  * as the jobs, so they cannot disagree.
  */
-const CLAIM_TAIL = `, keyed as (
-  select distinct concurrency_key as key from picked where concurrency_key is not null
+const CONCURRENCY_TAIL = (from: string, rated: boolean) => `, keyed as (
+  select distinct concurrency_key as key from ${from} where concurrency_key is not null
 ), locked as (
   select s.key, s.job_ids, s.runs from leasehold.concurrency_slots s
   where s.key in (select key from keyed)
@@ -175,7 +191,7 @@ const CLAIM_TAIL = `, keyed as (
   where j.runs < h.run or (j.runs = h.run and j.status = 'running')
 ), admitted as (
   select p.* from (
-    select p.*, row_number() over (partition by p.concurrency_key order by p.ord) as nth from picked p
+    select p.*, row_number() over (partition by p.concurrency_key order by p.ord) as nth from ${from} p
   ) p
   where p.concurrency_key is null
      or (p.concurrency_key in (select key from locked) or p.concurrency_key in (select key from fresh))
@@ -194,20 +210,119 @@ const CLAIM_TAIL = `, keyed as (
   from admitted where concurrency_key in (select key from fresh) group by 1 order by 1
   on conflict do nothing
   returning key
-)
-${claimUpdate("admitted", "and (a.concurrency_key is null or a.concurrency_key in (select key from held union all select key from added))")}`;
+)${rated ? RATE_WRITES : ""}
+${claimUpdate("admitted", `and (a.concurrency_key is null or a.concurrency_key in (select key from held union all select key from added))${rated ? RATE_CLAIMED : ""}`)}`;
 
 /**
- * The claim for a runner none of whose job types has a concurrency limit: no
- * job it can claim carries a key, so the limits' tail (a fifth of a plain
- * claim's cost, most of it planning) is left out.
+ * Rate limits, before the concurrency limits: a picked job with a rate key is
+ * admitted only if its key's window row is locked here (SKIP LOCKED, as a
+ * concurrency key's) or is new and inserted here, it is among the first $8
+ * rate-limited jobs of the claim (the runner's free slots: a rate-limited job
+ * is claimed only to start at once, since its claim is its start), and the
+ * window's starts within the job's period, plus the key's jobs ahead of it in
+ * this claim, stay within its limit. Counting every start later than one
+ * period before this statement's now(), with no upper bound, keeps the rule
+ * whatever order concurrent claims commit in: of any starts within one period
+ * of each other, the last to commit counted all the others.
+ */
+const RATE_ADMIT = `, rate_keyed as (
+  select distinct rate_key as key from picked where rate_key is not null
+), rate_locked as (
+  select w.key, w.starts from leasehold.rate_windows w
+  where w.key in (select key from rate_keyed)
+  for update skip locked
+), rate_fresh as (
+  select k.key from rate_keyed k where not exists (select 1 from leasehold.rate_windows w where w.key = k.key)
+), rate_admitted as (
+  select p.* from (
+    select p.*, row_number() over (partition by p.rate_key order by p.ord) as key_nth,
+           row_number() over (partition by p.rate_key is null order by p.ord) as rated_nth
+    from picked p
+  ) p
+  left join rate_locked l on l.key = p.rate_key
+  where p.rate_key is null
+     or p.rated_nth <= $8::integer
+        and (l.key is not null or p.rate_key in (select key from rate_fresh))
+        and p.key_nth + coalesce((select count(*) from unnest(l.starts) t
+                                  where t > now() - p.rate_period_ms * interval '1 millisecond'), 0) <= p.rate_limit
+)`;
+
+/**
+ * The admitted starts, appended to their keys' windows in the same statement
+ * as the jobs: each window keeps its starts oldest first, only those within
+ * the period and at most the limit of them (the newest), all a claim reads.
+ */
+const RATE_WRITES = `, rate_counts as (
+  select rate_key as key, count(*)::integer as starts, max(rate_limit) as max_limit, max(rate_period_ms) as period_ms
+  from admitted where rate_key is not null group by 1
+), rate_held as (
+  update leasehold.rate_windows w
+  set starts = (select coalesce(array_agg(k.t order by k.t), '{}') from (
+                  select t from (
+                    select t from unnest(w.starts) t where t > now() - n.period_ms * interval '1 millisecond'
+                    union all
+                    select now() from generate_series(1, n.starts)
+                  ) a order by t desc limit n.max_limit
+                ) k),
+      period_ms = n.period_ms
+  from rate_counts n
+  where w.key = n.key and n.key in (select key from rate_locked)
+  returning w.key
+), rate_added as (
+  insert into leasehold.rate_windows (key, starts, period_ms)
+  select n.key, array_fill(now(), array[least(n.starts, n.max_limit)]), n.period_ms
+  from rate_counts n where n.key in (select key from rate_fresh) order by 1
+  on conflict do nothing
+  returning key
+)`;
+
+const RATE_CLAIMED = " and (a.rate_key is null or a.rate_key in (select key from rate_held union all select key from rate_added))";
+
+/**
+ * The claim for a runner none of whose job types has a concurrency or a rate
+ * limit: no job it can claim carries a key, so the limits' tail (a fifth of a
+ * plain claim's cost, most of it planning) is left out.
  */
 const UNLIMITED_TAIL = `
 ${claimUpdate("picked", "")}`;
 
-/** The claim statements: by what is picked (fair, plain, suspects), and whether limits apply. */
+/** The tail for a pick: the concurrency limits always when limited, the rate limits too when rated. */
+const tail = (limited: boolean, rated: boolean) =>
+  !limited ? UNLIMITED_TAIL : rated ? RATE_ADMIT + CONCURRENCY_TAIL("rate_admitted", true) : CONCURRENCY_TAIL("picked", false);
+
+const variants = (pick: (rated: boolean) => string) => ({
+  limited: pick(false) + tail(true, false),
+  unlimited: pick(false) + tail(false, false),
+  /** With rate limits (and the concurrency limits): takes $8, the rate-limited jobs it may start now. */
+  rated: pick(true) + tail(true, true),
+});
+
+/**
+ * The claim statements: by what is picked (fair, plain, suspects), and which
+ * limits apply (none; concurrency; rate and concurrency), each its own
+ * statement so a claim plans only what its runner's job types need.
+ */
 export const CLAIMS = {
-  fair: { limited: FAIR_PICK + CLAIM_TAIL, unlimited: FAIR_PICK + UNLIMITED_TAIL },
-  plain: { limited: PLAIN_PICK(false) + CLAIM_TAIL, unlimited: PLAIN_PICK(false) + UNLIMITED_TAIL },
-  suspects: { limited: PLAIN_PICK(true) + CLAIM_TAIL, unlimited: PLAIN_PICK(true) + UNLIMITED_TAIL },
+  fair: variants(FAIR_PICK),
+  plain: variants((rated) => PLAIN_PICK(false, rated)),
+  suspects: variants((rated) => PLAIN_PICK(true, rated)),
 } as const;
+
+/**
+ * When the first window of a key with ready jobs opens (null: none is full):
+ * read from the windows that can be full (a start within their period), each
+ * with one ready job of its key that a runner could claim ($1 queues, $2 the
+ * longest lease, $3 job names or null). A job's limit and period are its own.
+ */
+export const RATE_OPENS_AT = `
+select min(w.starts[cardinality(w.starts) - j.rate_limit + 1] + j.rate_period_ms * interval '1 millisecond') as opens_at, now() as now
+from leasehold.rate_windows w
+cross join lateral (
+  select j.rate_limit, j.rate_period_ms from leasehold.jobs j
+  where j.status = 'queued' and j.rate_key = w.key and j.queue = any($1::text[]) and j.run_at <= now()
+    and j.lease_ms <= $2::integer and not j.suspect and ($3::text[] is null or j.name = any($3::text[]))
+  limit 1
+) j
+where w.starts[cardinality(w.starts)] > now() - w.period_ms * interval '1 millisecond'
+  and cardinality(w.starts) >= j.rate_limit
+  and w.starts[cardinality(w.starts) - j.rate_limit + 1] > now() - j.rate_period_ms * interval '1 millisecond'`;

@@ -1,4 +1,4 @@
-import { CLAIMS } from "./claim-sql.ts";
+import { CLAIMS, RATE_OPENS_AT } from "./claim-sql.ts";
 import { sql, type Store } from "./db.ts";
 
 /** A job as a runner holds it: enough to run it and to settle it. */
@@ -21,6 +21,8 @@ export interface ClaimedJob {
   leaseMs: number;
   backoffMs: number;
   leaseToken: string;
+  /** It has a rate limit key: its claim was its start, so it must start at once. */
+  rated?: boolean;
 }
 
 export interface ClaimArgs {
@@ -48,6 +50,14 @@ export interface ClaimArgs {
    * limits; default true.
    */
   limited?: boolean;
+  /**
+   * Whether a job it may claim can carry a rate limit (a type among `names`
+   * declares one): the claim then takes the statement that checks and
+   * writes the windows. A rate-limited job's claim is its start, so at most
+   * `rateRoom` of them are claimed (the slots free now; default `limit`).
+   */
+  rated?: boolean;
+  rateRoom?: number;
 }
 
 /**
@@ -117,10 +127,12 @@ async function claimWith(
   group: string | null,
   share: number | null,
 ): Promise<ClaimBatch & { lastGroup?: string | null; groups: number }> {
-  const text = args.limited === false ? statements.unlimited : statements.limited;
-  const { rows } = await store.db.query<ClaimResultRow>(sql(store.schema, text), [
+  const text = args.rated ? statements.rated : args.limited === false ? statements.unlimited : statements.limited;
+  const params: unknown[] = [
     args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId, args.names ?? null, group, share,
-  ]);
+  ];
+  if (args.rated) params.push(Math.max(0, Math.floor(args.rateRoom ?? args.limit)));
+  const { rows } = await store.db.query<ClaimResultRow>(sql(store.schema, text), params);
   const last = rows[0];
   return {
     jobs: rows.sort((a, b) => Number(a.ord) - Number(b.ord)).map(toClaimed),
@@ -143,12 +155,14 @@ export interface ClaimedRow {
   lease_ms: number;
   backoff_ms: number;
   lease_token: string;
+  rated?: boolean;
 }
 
 export function toClaimed(r: ClaimedRow): ClaimedJob {
   return {
     id: r.id, queue: r.queue, name: r.name, payload: r.payload, attempts: r.attempts, run: r.runs, startFirst: r.start_first,
     maxAttempts: r.max_attempts, leaseMs: r.lease_ms, backoffMs: r.backoff_ms, leaseToken: r.lease_token,
+    ...(r.rated ? { rated: true } : {}),
   };
 }
 
@@ -170,4 +184,21 @@ export async function suspectWaiting(
     queues, Math.floor(Math.min(maxLeaseMs, 2 ** 31 - 1)), names ?? null,
   ]);
   return rows[0]?.waiting ?? false;
+}
+
+/**
+ * How long until a rate limit window opens for a ready job of `queues` that a
+ * runner could claim: null when no such job waits on a full window.
+ */
+export async function rateOpensInMs(
+  store: Store,
+  queues: readonly string[],
+  maxLeaseMs: number,
+  names?: readonly string[],
+): Promise<number | null> {
+  const { rows } = await store.db.query<{ opens_at: Date | null; now: Date }>(sql(store.schema, RATE_OPENS_AT), [
+    queues, Math.floor(Math.min(maxLeaseMs, 2 ** 31 - 1)), names ?? null,
+  ]);
+  const r = rows[0];
+  return r?.opens_at ? Math.max(0, new Date(r.opens_at).getTime() - new Date(r.now).getTime()) : null;
 }

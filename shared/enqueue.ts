@@ -24,12 +24,13 @@ export function job<S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, 
 const COLUMNS = `
 insert into leasehold.jobs
   (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key,
-   fair_group, concurrency_key, concurrency_limit)
-select q, n, p::jsonb, pr, coalesce(to_timestamp(ra / 1000), now() + d * interval '1 millisecond'), ma, lm, bm, g, dk, fg, ck, cl
+   fair_group, concurrency_key, concurrency_limit, rate_key, rate_limit, rate_period_ms)
+select q, n, p::jsonb, pr, coalesce(to_timestamp(ra / 1000), now() + d * interval '1 millisecond'), ma, lm, bm, g, dk, fg, ck, cl,
+       rk, rl, rp
 from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::float8[], $6::float8[],
             $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[],
-            $12::text[], $13::text[], $14::integer[]) with ordinality
-  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk, fg, ck, cl, i)
+            $12::text[], $13::text[], $14::integer[], $15::text[], $16::integer[], $17::integer[]) with ordinality
+  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk, fg, ck, cl, rk, rl, rp, i)
 order by i`;
 
 /** Without dedupe keys there can be no conflict, and no speculative insertion to pay for. */
@@ -45,10 +46,11 @@ returning id::text`;
 const INSERT_ONE = `
 insert into leasehold.jobs
   (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key,
-   fair_group, concurrency_key, concurrency_limit)
+   fair_group, concurrency_key, concurrency_limit, rate_key, rate_limit, rate_period_ms)
 values ($1::text, $2::text, $3::jsonb, $4::smallint,
         coalesce(to_timestamp($5::float8 / 1000), now() + $6::float8 * interval '1 millisecond'),
-        $7::integer, $8::integer, $9::integer, $10::text, $11::text, $12::text, $13::text, $14::integer)
+        $7::integer, $8::integer, $9::integer, $10::text, $11::text, $12::text, $13::text, $14::integer,
+        $15::text, $16::integer, $17::integer)
 returning id::text`;
 
 /** A key already pending is skipped, never written to: its runner must not wait on our transaction. */
@@ -75,6 +77,7 @@ const columns = (rows: readonly Row[]) => {
     column("queue"), column("name"), column("payload"), column("priority"), column("runAtMs"), column("delayMs"),
     column("maxAttempts"), column("leaseMs"), column("backoffMs"), column("group"), column("dedupeKey"),
     column("fairGroup"), column("concurrencyKey"), column("concurrencyLimit"),
+    column("rateKey"), column("rateLimit"), column("ratePeriodMs"),
   ];
 };
 
@@ -205,16 +208,16 @@ returning id::text, queue, name, payload, attempts, runs, start_first or attempt
  * Enqueues one job already claimed by `runnerId`: the insert is the claim
  * (attempt 1 counted, a fresh lease token, the lease expiry, the runner id),
  * so a runner can start a follow-up job without a claim round trip. Only for
- * a job to run now, without a dedupe key or a concurrency limit (only the
- * claim admits those). Validated as `enqueueJobs` validates.
+ * a job to run now, without a dedupe key, a concurrency or a rate limit
+ * (only the claim admits those). Validated as `enqueueJobs` validates.
  */
 export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId: string, limits?: EnqueueLimits): Promise<ClaimedJob> {
   const [row] = toRows([spec], limits) as [Row];
   const refused = row.runAtMs !== null ? "runAt" : row.delayMs > 0 ? "delayMs" : row.dedupeKey !== null ? "dedupeKey"
-    : row.concurrencyKey !== null ? "concurrency" : row.debounceKey !== null ? "debounce" : row.throttleKey !== null ? "throttle" : null;
+    : row.concurrencyKey !== null ? "concurrency" : row.rateKey !== null ? "rateLimit" : row.debounceKey !== null ? "debounce" : row.throttleKey !== null ? "throttle" : null;
   if (refused) {
-    throw new ValidationError(`enqueueClaimed takes only jobs to run now, without a dedupe key, a concurrency limit, a debounce or a throttle: ${refused} given`, [
-      { path: [refused], message: "a job claimed as it is enqueued must run now, without a dedupe key, a concurrency limit, a debounce or a throttle" },
+    throw new ValidationError(`enqueueClaimed takes only jobs to run now, without a dedupe key, a concurrency or rate limit, a debounce or a throttle: ${refused} given`, [
+      { path: [refused], message: "a job claimed as it is enqueued must run now, without a dedupe key, a concurrency or rate limit, a debounce or a throttle" },
     ]);
   }
   const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), [

@@ -7,6 +7,7 @@
 import { sql, type Store } from "./db.ts";
 import type { EnqueuedJob, EnqueueOptions, JobType } from "./job.ts";
 import type { Issue, Path } from "./payload.ts";
+import type { Rate } from "./rate-limit.ts";
 import { textProblem } from "./text.ts";
 
 export const MAX_FLOW_KEY_LENGTH = 512;
@@ -114,7 +115,7 @@ export function flowControlOf(type: JobType, payload: unknown, options: EnqueueO
 }
 
 /** What the two statements need of a validated row (shared/validate.ts `Row`). */
-export interface FlowRow extends FlowControl {
+export interface FlowRow extends FlowControl, Rate {
   queue: string;
   name: string;
   payload: string;
@@ -144,18 +145,20 @@ export interface FlowRow extends FlowControl {
 const DEBOUNCE_JOBS = `
 insert into leasehold.jobs as j
   (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key,
-   fair_group, concurrency_key, concurrency_limit, debounce_key, debounce_deadline)
+   fair_group, concurrency_key, concurrency_limit, debounce_key, debounce_deadline, rate_key, rate_limit, rate_period_ms)
 select q, n, p::jsonb, pr, now() + pm * interval '1 millisecond', ma, lm, bm, g,
-       fg, ck, cl, dk, now() + mw * interval '1 millisecond'
+       fg, ck, cl, dk, now() + mw * interval '1 millisecond', rk, rl, rp
 from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::integer[], $6::integer[], $7::integer[], $8::text[],
-            $9::text[], $10::text[], $11::integer[], $12::text[], $13::float8[], $14::float8[]) with ordinality
-  as t(q, n, p, pr, ma, lm, bm, g, fg, ck, cl, dk, pm, mw, i)
+            $9::text[], $10::text[], $11::integer[], $12::text[], $13::float8[], $14::float8[],
+            $15::text[], $16::integer[], $17::integer[]) with ordinality
+  as t(q, n, p, pr, ma, lm, bm, g, fg, ck, cl, dk, pm, mw, rk, rl, rp, i)
 order by i
 on conflict (name, debounce_key) where debounce_key is not null and status = 'queued' and runs = 0
 do update set
   queue = excluded.queue, payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts,
   lease_ms = excluded.lease_ms, backoff_ms = excluded.backoff_ms, group_key = excluded.group_key,
   fair_group = excluded.fair_group, concurrency_key = excluded.concurrency_key, concurrency_limit = excluded.concurrency_limit,
+  rate_key = excluded.rate_key, rate_limit = excluded.rate_limit, rate_period_ms = excluded.rate_period_ms,
   run_at = greatest(j.run_at, least(excluded.run_at, j.debounce_deadline))
 returning j.id::text, j.name, j.debounce_key, j.xmax = 0 as created`;
 
@@ -172,8 +175,9 @@ const THROTTLE_JOBS = `
 with r as materialized (
   select t.*, nextval(pg_get_serial_sequence('leasehold.jobs', 'id')) as new_id
   from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::float8[], $6::float8[], $7::integer[], $8::integer[],
-              $9::integer[], $10::text[], $11::text[], $12::text[], $13::integer[], $14::text[], $15::float8[]) with ordinality
-    as t(q, n, p, pr, ra, d, ma, lm, bm, g, fg, ck, cl, tk, pm, i)
+              $9::integer[], $10::text[], $11::text[], $12::text[], $13::integer[], $14::text[], $15::float8[],
+              $16::text[], $17::integer[], $18::integer[]) with ordinality
+    as t(q, n, p, pr, ra, d, ma, lm, bm, g, fg, ck, cl, tk, pm, rk, rl, rp, i)
 ), w as (
   insert into leasehold.throttle_windows as w (name, key, job_id, window_ends_at)
   select n, tk, new_id, now() + pm * interval '1 millisecond' from r order by i
@@ -184,10 +188,10 @@ with r as materialized (
 ), created as (
   insert into leasehold.jobs
     (id, queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key,
-     fair_group, concurrency_key, concurrency_limit)
+     fair_group, concurrency_key, concurrency_limit, rate_key, rate_limit, rate_period_ms)
   overriding system value
   select r.new_id, q, n, p::jsonb, pr, coalesce(to_timestamp(ra / 1000), now() + d * interval '1 millisecond'), ma, lm, bm, g,
-         fg, ck, cl
+         fg, ck, cl, rk, rl, rp
   from r join w on w.job_id = r.new_id
   order by r.i
   returning id
@@ -230,7 +234,7 @@ export async function debounceJobs(store: Store, rows: readonly FlowRow[]): Prom
     [
       col("queue"), col("name"), col("payload"), col("priority"), col("maxAttempts"), col("leaseMs"), col("backoffMs"),
       col("group"), col("fairGroup"), col("concurrencyKey"), col("concurrencyLimit"), col("debounceKey"),
-      col("debouncePeriodMs"), col("debounceMaxWaitMs"),
+      col("debouncePeriodMs"), col("debounceMaxWaitMs"), col("rateKey"), col("rateLimit"), col("ratePeriodMs"),
     ],
   );
   const byKey = new Map(out.map((r) => [identity(r.name, r.debounce_key), r]));
@@ -259,7 +263,7 @@ export async function throttleJobs(store: Store, rows: readonly FlowRow[]): Prom
   const { rows: out } = await store.db.query<{ id: string; created: boolean }>(sql(store.schema, THROTTLE_JOBS), [
     col("queue"), col("name"), col("payload"), col("priority"), col("runAtMs"), col("delayMs"), col("maxAttempts"),
     col("leaseMs"), col("backoffMs"), col("group"), col("fairGroup"), col("concurrencyKey"), col("concurrencyLimit"),
-    col("throttleKey"), col("throttlePeriodMs"),
+    col("throttleKey"), col("throttlePeriodMs"), col("rateKey"), col("rateLimit"), col("ratePeriodMs"),
   ]);
   if (out.length !== order.length) throw new Error(`throttle: ${order.length} keys offered, ${out.length} returned`);
   const byRow = new Map(order.map((i, n) => [i, out[n]!]));

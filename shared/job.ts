@@ -6,6 +6,7 @@ import {
   DEFAULT_PRIORITY,
   DEFAULT_QUEUE,
 } from "./config.ts";
+import type { OwnRateLimit, RateLimit } from "./rate-limit.ts";
 import type { ServingRules } from "./serving.ts";
 import { checkDefinitionKeys, checkJobType } from "./validate.ts";
 
@@ -136,6 +137,8 @@ export interface JobType<S extends z.ZodType = z.ZodType> extends JobDefaults {
   debounce?: Debounce<z.output<S>>;
   /** Every enqueue of this type is throttled by its key, unless the enqueue gives its own. */
   throttle?: Throttle<z.output<S>>;
+  /** At most `limit` of its jobs per key start in any `periodMs` (see `RateLimit`). */
+  rateLimit?: RateLimit<z.output<S>>;
 }
 
 export interface EnqueueOptions {
@@ -160,6 +163,11 @@ export interface EnqueueOptions {
   debounce?: { key: string; periodMs: number; maxWaitMs?: number };
   /** Throttle by `key` (see `Throttle`), replacing the job type's debounce or throttle. Not with `dedupeKey`. */
   throttle?: { key: string; periodMs: number };
+  /**
+   * This job's rate limit key (and limit or period), replacing its type's.
+   * Only for a type that declares a `rateLimit`.
+   */
+  rateLimit?: OwnRateLimit;
 }
 
 export interface EnqueuedJob {
@@ -186,7 +194,7 @@ export interface EnqueuedJob {
  */
 export function defineJob<S extends z.ZodType>(
   definition: { name: string; schema: S; handler: JobType<S>["handler"] } & Partial<JobDefaults> &
-    Pick<JobType<S>, "concurrency" | "fair" | "debounce" | "throttle">,
+    Pick<JobType<S>, "concurrency" | "fair" | "debounce" | "throttle" | "rateLimit">,
   serving?: ServingRules,
 ): JobType<S> {
   checkDefinitionKeys(definition);

@@ -11,6 +11,7 @@ import { ValidationError } from "./errors.ts";
 import { flowControlIssues, flowControlOf, MAX_FLOW_KEY_LENGTH, MAX_FLOW_PERIOD_MS, type FlowControl } from "./flow-control.ts";
 import type { EnqueueOptions, JobDefaults, JobType } from "./job.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson, type Issue, type Path } from "./payload.ts";
+import { MAX_RATE_KEY_LENGTH, MAX_RATE_LIMIT, MAX_RATE_PERIOD_MS, rateLimitIssues, rateOf, type Rate } from "./rate-limit.ts";
 import { servingProblem, type ServingRules } from "./serving.ts";
 import { textProblem } from "./text.ts";
 
@@ -61,6 +62,13 @@ export const enqueueOptionFields = () => ({
     .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.periodMs, { path: ["maxWaitMs"], message: "must be at least periodMs" })
     .optional(),
   throttle: z.strictObject({ key: storableText(MAX_FLOW_KEY_LENGTH), periodMs: flowPeriodMs() }).optional(),
+  rateLimit: z
+    .strictObject({
+      key: storableText(MAX_RATE_KEY_LENGTH),
+      limit: z.number().int().min(1).max(MAX_RATE_LIMIT).optional(),
+      periodMs: z.number().int().min(1).max(MAX_RATE_PERIOD_MS).optional(),
+    })
+    .optional(),
 });
 
 export const enqueueOptionsSchema = z.strictObject(enqueueOptionFields());
@@ -82,7 +90,7 @@ export interface EnqueueLimits {
 }
 
 /** One job's row, validated. */
-export interface Row extends Fairness, FlowControl {
+export interface Row extends Fairness, FlowControl, Rate {
   queue: string;
   name: string;
   payload: string;
@@ -117,6 +125,7 @@ function definitionIssues(type: JobType, at: Path, serving: ServingRules | undef
   }
   issues.push(...concurrencyIssues(type, at));
   issues.push(...flowControlIssues(type, at));
+  issues.push(...rateLimitIssues(type.rateLimit, at));
   const checked = jobDefaultsSchema.safeParse(type);
   if (!checked.success) return [...issues, ...zodIssues(checked.error, at)];
   const problem = serving && servingProblem(serving, type.queue, type.leaseMs);
@@ -136,6 +145,7 @@ const definitionKeys = z.strictObject({
   fair: z.unknown(),
   debounce: z.strictObject({ key: z.unknown(), periodMs: z.unknown(), maxWaitMs: z.unknown() }).optional(),
   throttle: z.strictObject({ key: z.unknown(), periodMs: z.unknown() }).optional(),
+  rateLimit: z.strictObject({ limit: z.unknown(), periodMs: z.unknown(), key: z.unknown() }).optional(),
 });
 
 /** Refuses a definition with an option `defineJob` does not know, naming each such option. */
@@ -143,7 +153,7 @@ export function checkDefinitionKeys(definition: unknown): void {
   const parsed = definitionKeys.safeParse(definition);
   if (parsed.success) return;
   const issues = parsed.error.issues.flatMap((i) => i.code !== "unrecognized_keys" ? [] : i.keys.map((key) => {
-    const nested = i.path[0] as "concurrency" | "debounce" | "throttle" | undefined;
+    const nested = i.path[0] as "concurrency" | "debounce" | "throttle" | "rateLimit" | undefined;
     const known = Object.keys(nested === undefined ? definitionKeys.shape : definitionKeys.shape[nested].unwrap().shape);
     return { path: [...i.path.map(String), key], message: `unknown option ${JSON.stringify(key)}; known: ${known.join(", ")}` };
   }));
@@ -206,9 +216,12 @@ function toRow(spec: unknown, at: Path, limits: EnqueueLimits, checked: Set<JobT
   // The key is read from the payload as its handler will read it.
   const fairness = fairnessOf(type, type.concurrency?.key ? JSON.parse(json) : payload, opts.group ?? null, at);
   if ("message" in fairness) throw refusal(`invalid payload for ${type.name}`, [fairness]);
-  const keyFunction = typeof type.debounce?.key === "function" || typeof type.throttle?.key === "function";
+  const keyFunction = typeof type.debounce?.key === "function" || typeof type.throttle?.key === "function" ||
+    typeof type.rateLimit?.key === "function";
   const flow = flowControlOf(type, keyFunction ? JSON.parse(json) : payload, opts, at);
   if ("message" in flow) throw refusal(`invalid options for ${type.name}`, [flow]);
+  const rate = rateOf(type.name, type.rateLimit, keyFunction ? JSON.parse(json) : payload, opts.rateLimit, at);
+  if ("message" in rate) throw refusal(`invalid ${rate.path.at(-1) === "payload" ? "payload" : "options"} for ${type.name}`, [rate]);
   const row: Row = {
     queue: opts.queue ?? type.queue,
     name: type.name,
@@ -229,6 +242,9 @@ function toRow(spec: unknown, at: Path, limits: EnqueueLimits, checked: Set<JobT
     debounceMaxWaitMs: flow.debounceMaxWaitMs,
     throttleKey: flow.throttleKey,
     throttlePeriodMs: flow.throttlePeriodMs,
+    rateKey: rate.rateKey,
+    rateLimit: rate.rateLimit,
+    ratePeriodMs: rate.ratePeriodMs,
   };
   const problem = limits.serving && servingProblem(limits.serving, row.queue, row.leaseMs);
   if (problem) throw refusal(`${type.name} cannot run`, [{ path: [...at, "queue"], message: problem.message }]);

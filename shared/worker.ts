@@ -27,6 +27,16 @@ export type { SettledEvent, SettleOutcome, WorkerLog, WorkerOptions, WorkerSumma
 
 const silent: WorkerLog = { info() {}, warn() {}, error() {} };
 
+/** The shortest wait before claiming again at a rate limit window's opening: never a busy loop. */
+const RATE_RECHECK_MIN_MS = 5;
+/**
+ * A runner stays for a rate limit window that opens within this long (or its
+ * linger, if longer): sooner than a scheduler could start another runner for
+ * it, and a stream under a limit of a few per second keeps one runner, not one
+ * per window. A later window is the scheduler's (functions/scheduler.ts).
+ */
+export const RATE_STAY_MS = 10_000;
+
 export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> {
   const { store, registry, queues, runnerId, slots } = options;
   const clock = options.clock ?? systemClock;
@@ -67,6 +77,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     store, clock, queues, runnerId,
     names: [...registry.keys()], fair: options.fair,
     limited: [...registry.values()].some((type) => type.concurrency !== undefined),
+    rated: [...registry.values()].some((type) => type.rateLimit !== undefined),
     until: () => clock.now() + remainingMs() - marginMs,
     onRetry: (err, tryNumber, waitMs) => log.warn("database error; retrying", { error: String(err), tryNumber, waitMs }),
   });
@@ -120,7 +131,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     // so the job is inserted already claimed by this runner and starts as soon
     // as a slot is free, with no claim round trip. The insert is the claim.
     if (now && !opts?.dedupeKey && !throttle && producer.drained && producer.buffer.length === 0 && !isolating && !suspectRunning &&
-        registry.has(type.name) && type.leaseMs <= maxLeaseMs() && !type.concurrency /* only the claim admits these */) {
+        registry.has(type.name) && type.leaseMs <= maxLeaseMs() && !type.concurrency && !type.rateLimit /* only the claim admits these */) {
       const sentAt = clock.now();
       const job = await enqueueClaimed(store, { type, payload, options: opts }, runnerId, options.limits);
       summary.claimed++;
@@ -229,7 +240,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         wakeRequested = false;
         const idleBefore = running.size === 0 && producer.buffer.length === 0;
         const sent = performance.now();
-        claimed = (await producer.claim(want, maxLeaseMs())).length;
+        claimed = (await producer.claim(want, maxLeaseMs(), false, Math.max(0, slots - running.size - buffered))).length;
         gauge.claimTook(performance.now() - sent);
         if (claimed > 0 && (idleBefore || summary.claimed === 0)) linger.arrived();
         summary.claimed += claimed;
@@ -245,11 +256,18 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       // A follow-up job asks for a claim at once, but only with room to claim
       // into; with every slot and the buffer full, wait for a slot.
       if (claimed > 0 || (wakeRequested && want > 0)) continue;
+      // Jobs held back by a rate limit: claimed again as their window opens,
+      // and worth staying for when it opens within the linger.
+      const opensInMs = want > 0 && running.size < slots ? await producer.rateOpensInMs(maxLeaseMs()) : null;
+      if (opensInMs !== null && opensInMs <= Math.max(lingerMs(), RATE_STAY_MS)) lastWorkAt = clock.now();
       const idle = running.size === 0 && producer.buffer.length === 0;
       if (idle && clock.now() - lastWorkAt >= lingerMs()) break;
       if (!idle) lastWorkAt = clock.now();
       const untilIdle = lingerMs() - (clock.now() - lastWorkAt);
-      const waitMs = want <= 0 && !idle ? Math.max(pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdle, 0) + 1) : pollMs;
+      const baseWaitMs = want <= 0 && !idle ? Math.max(pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdle, 0) + 1) : pollMs;
+      // Held only by a window: sleep until it opens, not a poll at a time.
+      const waitMs = opensInMs === null ? baseWaitMs
+        : Math.max(RATE_RECHECK_MIN_MS, idle ? opensInMs : Math.min(baseWaitMs, opensInMs));
       const p = pause(clock, waitMs);
       waitingForSlot = want <= 0;
       wake = p.wake;

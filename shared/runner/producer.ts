@@ -1,4 +1,4 @@
-import { claimBatch, suspectWaiting, type ClaimedJob } from "../claim.ts";
+import { claimBatch, rateOpensInMs, suspectWaiting, type ClaimedJob } from "../claim.ts";
 import type { Store } from "../db.ts";
 import { extendLease } from "../settle.ts";
 import type { Clock } from "./clock.ts";
@@ -26,6 +26,8 @@ export interface ProducerOptions {
   fair?: boolean;
   /** Whether any of `names` declares a concurrency limit (see `ClaimArgs.limited`). */
   limited?: boolean;
+  /** Whether any of `names` declares a rate limit (see `ClaimArgs.rated`). */
+  rated?: boolean;
   runnerId: string;
   /** The latest local time a retried query may still start. */
   until: () => number;
@@ -50,15 +52,20 @@ export class Producer {
 
   constructor(private readonly o: ProducerOptions) {}
 
-  /** Claims up to `want` jobs whose lease fits `maxLeaseMs`, trying each queue in turn until one has work. */
-  async claim(want: number, maxLeaseMs: number, suspects = false): Promise<ClaimedJob[]> {
+  /**
+   * Claims up to `want` jobs whose lease fits `maxLeaseMs`, trying each queue
+   * in turn until one has work; of them at most `rateRoom` rate-limited ones
+   * (a rate-limited job's claim is its start), buffered ahead of the rest so
+   * they start at once.
+   */
+  async claim(want: number, maxLeaseMs: number, suspects = false, rateRoom = want): Promise<ClaimedJob[]> {
     for (let tried = 0; tried < this.o.queues.length; tried++) {
       const queue = this.o.queues[this.turn++ % this.o.queues.length]!;
       const sentAt = this.o.clock.now();
       const { jobs, suspectsWaiting } = await this.retry(() =>
         claimBatch(this.o.store, {
           queue, runnerId: this.o.runnerId, limit: want, maxLeaseMs, suspects, names: this.o.names, fair: this.o.fair,
-          limited: this.o.limited,
+          limited: this.o.limited || this.o.rated, rated: this.o.rated, rateRoom,
         }),
       );
       if (!suspects) this.drained = jobs.length < want;
@@ -69,7 +76,8 @@ export class Producer {
         this.suspectsSeen = suspectsWaiting;
         this.suspectCheckAt = this.o.clock.now() + SUSPECT_CHECK_MS;
       }
-      for (const job of jobs) this.buffer.push({ job, deadline: sentAt + job.leaseMs });
+      for (const job of jobs) if (job.rated) this.buffer.push({ job, deadline: sentAt + job.leaseMs });
+      for (const job of jobs) if (!job.rated) this.buffer.push({ job, deadline: sentAt + job.leaseMs });
       if (jobs.length > 0) return jobs;
     }
     return [];
@@ -87,6 +95,15 @@ export class Producer {
     if (!now && this.o.clock.now() < this.suspectCheckAt) return false;
     this.suspectCheckAt = this.o.clock.now() + SUSPECT_CHECK_MS;
     return this.retry(() => suspectWaiting(this.o.store, this.o.queues, maxLeaseMs, this.o.names));
+  }
+
+  /**
+   * How long until a rate limit window opens for a job this runner could
+   * claim (null: none waits on one); only a runner of rate-limited types asks.
+   */
+  async rateOpensInMs(maxLeaseMs: number): Promise<number | null> {
+    if (!this.o.rated) return null;
+    return this.retry(() => rateOpensInMs(this.o.store, this.o.queues, maxLeaseMs, this.o.names));
   }
 
   /**
