@@ -1,10 +1,12 @@
+import { RATE_FULL } from "./claim-sql.ts";
 import { sql, type Store } from "./db.ts";
 import type { Claimable } from "./serving.ts";
 
 /**
  * When something next needs the system: the earliest queued job's run_at
- * (delayed jobs, retries after backoff) or running job's lease expiry (a
- * runner that died). Both read partial indexes only. `now` is the database's
+ * (delayed jobs, retries after backoff; a due job whose rate limit window is
+ * full counts from when it opens) or running job's lease expiry (a runner
+ * that died). Both read partial indexes only. `now` is the database's
  * clock, so callers compare like with like.
  */
 export interface NextDue {
@@ -12,7 +14,7 @@ export interface NextDue {
   now: Date;
   /** Earliest run_at of a queued job, due or not; null when none is queued. */
   runAt: Date | null;
-  /** Earliest run_at of a queued job not due yet; null when none. */
+  /** Earliest run_at of a queued job not due yet, or rate limit window opening for a due one; null when none. */
   laterAt: Date | null;
   /** Earliest lease expiry of a running job; null when none runs. */
   leaseExpiresAt: Date | null;
@@ -22,10 +24,22 @@ const NEXT_DUE = `
 select now() as now,
        (select min(j.run_at) from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
         join leasehold.jobs j on j.status = 'queued' and j.queue = s.queue
-          and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])) as run_at,
-       (select min(j.run_at) from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
-        join leasehold.jobs j on j.status = 'queued' and j.queue = s.queue and j.run_at > now()
-          and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])) as later_at,
+          and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])
+          and (j.rate_key is null or not ${RATE_FULL("j")})) as run_at,
+       least(
+         (select min(j.run_at) from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
+          join leasehold.jobs j on j.status = 'queued' and j.queue = s.queue and j.run_at > now()
+            and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])),
+         (select min(w.starts[cardinality(w.starts) - j.rate_limit + 1] + j.rate_period_ms * interval '1 millisecond')
+          from leasehold.rate_windows w
+          cross join lateral (
+            select j.rate_limit, j.rate_period_ms from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
+            join leasehold.jobs j on j.status = 'queued' and j.rate_key = w.key and j.queue = s.queue and j.run_at <= now()
+              and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])
+            limit 1
+          ) j
+          where w.starts[cardinality(w.starts)] > now() - w.period_ms * interval '1 millisecond'
+            and cardinality(w.starts) >= j.rate_limit)) as later_at,
        (select min(lease_expires_at) from leasehold.jobs where status = 'running') as lease_expires_at`;
 
 /** Queued jobs count only when a runner can claim them (`can`): an unserved job wakes nothing. */

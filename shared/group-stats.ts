@@ -34,3 +34,44 @@ export async function groupStats(store: Store, options: { queue?: string; limit?
   const { rows } = await store.db.query<GroupStats>(sql(store.schema, GROUP_STATS), [options.queue ?? null, limit]);
   return rows;
 }
+
+/** One rate limit key with jobs waiting on it. */
+export interface RateLimitStats {
+  key: string;
+  /** Queued and due jobs carrying the key. */
+  waiting: number;
+  /** The limit and period its waiting jobs carry (the smallest limit and longest period, if they differ). */
+  limit: number;
+  periodMs: number;
+  /** Starts in the last period. */
+  startedInWindow: number;
+  /** When the window next lets a job start, if it is full now; null when a job may start now. */
+  opensAt: Date | null;
+}
+
+// Reads the queued rate-limited jobs through jobs_rate_ready_idx, and each
+// key's window: the keys with the most waiting first.
+const RATE_LIMIT_STATS = `
+with waiting as (
+  select rate_key as key, count(*)::integer as waiting, min(rate_limit) as rate_limit, max(rate_period_ms) as period_ms
+  from leasehold.jobs
+  where status = 'queued' and rate_key is not null and run_at <= now() and ($1::text is null or queue = $1::text)
+  group by rate_key
+  order by count(*) desc, rate_key
+  limit $2::integer
+)
+select k.key, k.waiting, k.rate_limit as "limit", k.period_ms as "periodMs",
+       coalesce((select count(*) from unnest(w.starts) t where t > now() - k.period_ms * interval '1 millisecond'), 0)::integer
+         as "startedInWindow",
+       case when cardinality(w.starts) >= k.rate_limit
+             and w.starts[cardinality(w.starts) - k.rate_limit + 1] > now() - k.period_ms * interval '1 millisecond'
+            then w.starts[cardinality(w.starts) - k.rate_limit + 1] + k.period_ms * interval '1 millisecond' end as "opensAt"
+from waiting k left join leasehold.rate_windows w on w.key = k.key
+order by k.waiting desc, k.key`;
+
+/** Per rate limit key with due jobs: how many wait, the window's starts, and when it opens if full; most waiting first. */
+export async function rateLimitStats(store: Store, options: { queue?: string; limit?: number } = {}): Promise<RateLimitStats[]> {
+  const limit = Math.min(Math.max(options.limit ?? MAX_GROUPS_LISTED, 1), MAX_GROUPS_LISTED);
+  const { rows } = await store.db.query<RateLimitStats>(sql(store.schema, RATE_LIMIT_STATS), [options.queue ?? null, limit]);
+  return rows.map((r) => ({ ...r, opensAt: r.opensAt && new Date(r.opensAt) }));
+}

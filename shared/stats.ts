@@ -1,3 +1,4 @@
+import { RATE_FULL } from "./claim-sql.ts";
 import { sql, type Store } from "./db.ts";
 import type { Claimable } from "./serving.ts";
 
@@ -74,6 +75,7 @@ select count(*)::integer as ready from (
     select 1 from leasehold.jobs j
     where j.status = 'queued' and j.queue = s.queue and j.run_at <= now() + $5::integer * interval '1 millisecond'
       and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])
+      and (j.rate_key is null or not ${RATE_FULL("j")})
     limit $4::integer
   ) claimable
   limit $4::integer
@@ -83,7 +85,8 @@ select count(*)::integer as ready from (
  * Ready jobs a runner can claim (its queues, its job types, leases it
  * allows: `claimable({ runners: { name: runner } }, registry.keys())`),
  * counted up to `cap`: the scheduler's demand signal, cheap every second
- * whatever the backlog. Jobs no runner can claim are no demand. `horizonMs`
+ * whatever the backlog. Jobs no runner can claim are no demand, nor are jobs
+ * whose rate limit window is full (`nextDue` gives its opening). `horizonMs`
  * counts jobs coming due that soon too (runners are started ahead of a due time).
  */
 export async function countReady(store: Store, can: Claimable, cap: number, horizonMs = 0): Promise<number> {
@@ -109,13 +112,18 @@ with old as (
 ), windows as (
   delete from leasehold.throttle_windows w
   where w.window_ends_at < now() or w.job_id in (select id from old)
+), rate_windows as (
+  delete from leasehold.rate_windows w
+  where w.starts[cardinality(w.starts)] is null or w.starts[cardinality(w.starts)] < now() - w.period_ms * interval '1 millisecond'
 )
 select count(*)::integer as deleted from old`;
 
 /**
  * Deletes finished jobs (and their attempts, steps and results) older than `retentionMs`, a
- * batch at a time, and the throttle windows that have ended or whose job it
- * deleted (a window ends with its job). Returns how many jobs it deleted.
+ * batch at a time, the throttle windows that have ended or whose job it
+ * deleted (a window ends with its job), and the rate limit windows whose
+ * newest start is older than their period (they hold nothing a claim
+ * counts). Returns how many jobs it deleted.
  */
 export async function pruneJobs(
   store: Store,

@@ -201,6 +201,24 @@ describe.each(drivers)("HTTP API, happy paths (%s driver)", (driver) => {
     expect((await call("GET", "/v1/groups?queue=")).status).toBe(400);
   });
 
+  it("shows per rate limit key what waits on it and when its full window opens", async () => {
+    const rated = defineJob({ name: "rated", schema: z.object({}), handler: () => {}, queue: "rated", rateLimit: { limit: 2, periodMs: 60_000, key: "partner-api" } });
+    await enqueueJobs(t, [job(rated, {}), job(rated, {}), job(rated, {})]);
+    expect((await call("GET", "/v1/groups?queue=rated")).body.rateLimits).toEqual([
+      { key: "partner-api", waiting: 3, limit: 2, periodMs: 60_000, startedInWindow: 0, opensAt: null },
+    ]);
+    const started = await claimJobs(t, { queue: "rated", runnerId: "r", limit: 5, maxLeaseMs: 60_000, rated: true });
+    expect(started).toHaveLength(2);
+    const { body } = await call("GET", "/v1/groups?queue=rated");
+    expect(body.rateLimits).toEqual([
+      { key: "partner-api", waiting: 1, limit: 2, periodMs: 60_000, startedInWindow: 2, opensAt: expect.any(String) },
+    ]);
+    const opensInMs = Date.parse(body.rateLimits[0].opensAt) - Date.now();
+    expect(opensInMs).toBeGreaterThan(50_000);
+    expect(opensInMs).toBeLessThanOrEqual(60_000);
+    expect((await call("GET", "/v1/groups?queue=tenants")).body.rateLimits).toEqual([]);
+  });
+
   it("logs each request without its body or token", () => {
     const all = logs.join("\n");
     expect(all).toContain('"path":"/v1/jobs"');

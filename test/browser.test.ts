@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApp } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
+import { claimJobs } from "../shared/claim.ts";
 import { enqueue } from "../shared/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/job.ts";
 import { defineRecurring, enqueueTick, latestTick } from "../shared/recurring.ts";
@@ -59,6 +60,9 @@ const registry = createRegistry([flaky, quick, later]);
 const newer = defineJob({ name: "report.monthly", schema: z.object({}), queue: "reports", handler: () => {} });
 const payload = { orderId: "A-17", note: "<img src=x onerror=alert(1)> & friends" };
 // Recurring: one that has ticked (every 5 minutes, Paris time), one that never has.
+const partnerCall = defineJob({
+  name: "partner.call", schema: z.object({}), queue: "partner", handler: () => {}, rateLimit: { limit: 2, periodMs: 60_000, key: "partner-api" },
+});
 const hourly = defineJob({ name: "digest.hourly", schema: z.object({}), queue: "ticks", handler: () => {} });
 const every5 = defineRecurring(hourly, { name: "reports.every-5", cron: "*/5 * * * *", timeZone: "Europe/Paris", payload: {} });
 const nightly = defineRecurring(quick, { name: "digest.nightly", cron: "30 2 * * *", timeZone: "America/New_York", payload: { n: 1 }, missed: "run" });
@@ -104,6 +108,9 @@ if ("error" in chromiumFound) {
     await enqueue(t, later, {}, { runAt: new Date(Date.now() - 90_000) });
     await enqueue(t, newer, {});
     await enqueue(t, later, {}, { queue: "tenants", group: "tenant-7" });
+    // Three calls to a partner API limited to 2 a minute: two started, one waits for the window.
+    for (let n = 0; n < 3; n++) await enqueue(t, partnerCall, {});
+    expect(await claimJobs(t, { queue: "partner", runnerId: "gone", limit: 3, maxLeaseMs: 60_000, rated: true })).toHaveLength(2);
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -147,6 +154,9 @@ if ("error" in chromiumFound) {
       page.locator(`#groups tr[data-queue="${queue}"][data-group="${name}"] > *`).allTextContents();
     expect(await group("tenants", "tenant-7")).toEqual(["tenants", "tenant-7", "1", "0", "—"]);
     expect(await group("reports", "")).toEqual(["reports", "—", "2", "0", "—"]);
+    const rate = page.locator('#rates tr[data-rate-key="partner-api"]');
+    expect(await rate.locator("th, td").allTextContents()).toEqual(["partner-api", "1", "2 / 2", "60000 ms", expect.any(String)]);
+    expect(Date.parse((await rate.locator("time").getAttribute("datetime"))!)).toBeGreaterThan(Date.now() + 50_000);
 
     // 13 first attempts, 3 of them failed and retried: 15 attempts ended, 4 failed.
     await page.locator('#chart li[data-series="succeeded"] strong', { hasText: /^12$/ }).waitFor();

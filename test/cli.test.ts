@@ -9,7 +9,9 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getJob } from "../shared/admin.ts";
 import { claimJobs } from "../shared/claim.ts";
-import { enqueue } from "../shared/enqueue.ts";
+import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { defineJob } from "../shared/job.ts";
+import { z } from "zod";
 import { failJobs, settleJobs } from "../shared/settle.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
@@ -458,6 +460,21 @@ export const registry = new Map([...app, ["noop", noop]]);
     expect(human.stdout).toMatch(/^grouped\s+-\s+1\s+0\s+-$/m);
     expect(human.stdout).not.toMatch(/^stats\s/m);
     expect(json.json.groups).toContainEqual({ queue: "grouped", group: "tenant-1", ready: 2, running: 0, limit: null });
+  });
+
+  it("shows, after the groups, each rate limit key with due jobs: waiting, starts in the window, and when it opens", async () => {
+    const partner = defineJob({ name: "cli-rated", schema: z.object({}), handler: () => {}, queue: "cli-rated", rateLimit: { limit: 1, periodMs: 60_000, key: "cli-partner" } });
+    await enqueueJobs(t, [job(partner, {}), job(partner, {})]);
+    expect(await claimJobs(t, { queue: "cli-rated", runnerId: "r", limit: 2, maxLeaseMs: 60_000, rated: true })).toHaveLength(1);
+    const [human, json] = await Promise.all([cli(["stats", "--groups", "--queue", "cli-rated"]), cli(["stats", "--groups", "--queue", "cli-rated", "--json"])]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^RATE KEY\s+WAITING\s+STARTED\s+PER\s+OPENS$/m);
+    expect(human.stdout).toMatch(/^cli-partner\s+1\s+1\/1\s+60000 ms\s+\d{4}-\d\d-\d\dT/m);
+    expect(json.json.rateLimits).toEqual([
+      { key: "cli-partner", waiting: 1, limit: 1, periodMs: 60_000, startedInWindow: 1, opensAt: expect.stringMatching(/^\d{4}-/) },
+    ]);
+    const plainGroups = await cli(["stats", "--groups", "--queue", "grouped"]);
+    expect(plainGroups.stdout).not.toMatch(/RATE KEY/);
   });
 
   it("prunes finished jobs older than the retention, with progress on stderr", async () => {

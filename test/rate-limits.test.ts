@@ -9,6 +9,8 @@ import { defineJob } from "../shared/job.ts";
 import { completeJobs } from "../shared/settle.ts";
 import { createRegistry } from "../shared/job.ts";
 import { runWorker } from "../shared/worker.ts";
+import { nextDue } from "../shared/due.ts";
+import { countReady, pruneJobs } from "../shared/stats.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const payload = z.object({ key: z.string(), n: z.number().int() });
@@ -79,6 +81,31 @@ describe.each(drivers)("rate limits in the claim (%s driver)", (driver) => {
     expect(await claim(queue)).toHaveLength(1);
     await enqueueJobs(t, [2].map((n) => job(a, { key: "shared", n }, { queue })));
     expect((await claim(queue)).map((j) => j.name)).toEqual([]);
+  });
+
+  it("tells the scheduler no runner is wanted while a key's window is full, and when it opens; pruning drops a window only once it is empty", async () => {
+    const type = limitedType("rate-due", 2, 2_000);
+    const queue = freshQueue();
+    const can = { names: ["rate-due"], maxLeaseMs: new Map([[queue, 60_000]]) };
+    await enqueueJobs(t, Array.from({ length: 5 }, (_, n) => job(type, { key: "due", n }, { queue })));
+    expect(await countReady(t, can, 100)).toBe(5);
+    const claimed = await claim(queue);
+    expect(claimed).toHaveLength(2);
+    const { rows: [w] } = await t.db.query<{ first_ms: number }>(
+      sql(t.schema, "select (extract(epoch from starts[1]) * 1000)::float8 as first_ms from leasehold.rate_windows where key = 'due'"),
+    );
+    expect(await countReady(t, can, 100)).toBe(0);
+    const due = await nextDue(t, can);
+    expect(due.runAt).toBeNull();
+    expect(due.laterAt!.getTime()).toBeCloseTo(w!.first_ms + 2_000, -1);
+    await pruneJobs(t, 60_000);
+    expect((await t.db.query(sql(t.schema, "select 1 from leasehold.rate_windows where key = 'due'"))).rows).toHaveLength(1);
+    await sleep(2_100);
+    expect(await countReady(t, can, 100)).toBe(3);
+    expect((await nextDue(t, can)).runAt).not.toBeNull();
+    await pruneJobs(t, 60_000);
+    expect((await t.db.query(sql(t.schema, "select 1 from leasehold.rate_windows where key = 'due'"))).rows).toHaveLength(0);
+    expect(await claim(queue)).toHaveLength(2);
   });
 
   it("holds the limit for generated limits, periods, keys, concurrent claimers and arrivals, and every job ends", async () => {

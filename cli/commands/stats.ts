@@ -1,4 +1,4 @@
-import { groupStats } from "../../shared/group-stats.ts";
+import { groupStats, rateLimitStats } from "../../shared/group-stats.ts";
 import { claimable } from "../../shared/serving.ts";
 import { queueStats } from "../../shared/stats.ts";
 import { expectPositionals } from "../args.ts";
@@ -19,15 +19,19 @@ backing off), running, dead, and how long the oldest ready job has waited.
 Options:
   --groups       one line per group instead, as the fair claim shares them
                  (busiest first, up to 500): ready, running, and the
-                 concurrency limit its jobs carry; "-" is ungrouped
+                 concurrency limit its jobs carry; "-" is ungrouped. Then,
+                 if any due job has a rate limit, one line per rate key:
+                 jobs waiting, starts in the window over the limit, the
+                 period, and when a full window opens
   --queue <q>    with --groups: only this queue`,
   options: { groups: { type: "boolean" }, queue: { type: "string" } },
   async run(ctx, positionals, values) {
     expectPositionals(positionals, []);
     if (values.groups) {
-      const groups = await groupStats(ctx.store(), { queue: option(values, "queue") });
-      ctx.output({ groups }, () =>
-        groups.length === 0
+      const query = { queue: option(values, "queue") };
+      const [groups, rateLimits] = await Promise.all([groupStats(ctx.store(), query), rateLimitStats(ctx.store(), query)]);
+      ctx.output({ groups, rateLimits }, () => {
+        const shares = groups.length === 0
           ? "no jobs queued or running"
           : table(groups, [
               { header: "QUEUE", value: (g) => g.queue },
@@ -35,8 +39,16 @@ Options:
               { header: "READY", value: (g) => String(g.ready), align: "right" },
               { header: "RUNNING", value: (g) => String(g.running), align: "right" },
               { header: "LIMIT", value: (g) => (g.limit === null ? "-" : String(g.limit)), align: "right" },
-            ]),
-      );
+            ]);
+        if (rateLimits.length === 0) return shares;
+        return `${shares}\n\n${table(rateLimits, [
+          { header: "RATE KEY", value: (r) => r.key },
+          { header: "WAITING", value: (r) => String(r.waiting), align: "right" },
+          { header: "STARTED", value: (r) => `${r.startedInWindow}/${r.limit}`, align: "right" },
+          { header: "PER", value: (r) => `${r.periodMs} ms`, align: "right" },
+          { header: "OPENS", value: (r) => (r.opensAt ? r.opensAt.toISOString() : "now") },
+        ])}`;
+      });
       return;
     }
     const queues = await queueStats(ctx.store(), claimable(ctx.config, (await ctx.registry()).keys()));

@@ -9,7 +9,7 @@ import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
 import type { Store } from "../../shared/db.ts";
 import type { Registry } from "../../shared/job.ts";
-import { groupStats } from "../../shared/group-stats.ts";
+import { groupStats, rateLimitStats } from "../../shared/group-stats.ts";
 import type { ServingRules } from "../../shared/serving.ts";
 import { queueStats, throughput } from "../../shared/stats.ts";
 import type { Waker } from "../../shared/wake.ts";
@@ -114,7 +114,11 @@ export function createApp(options: AppOptions) {
 
   const can = options.serving && { names: [...registry.keys()], maxLeaseMs: options.serving };
   app.openapi(queuesRoute, async (c) => c.json({ queues: await queueStats(c.var.store, can) }, 200));
-  app.openapi(groupsRoute, async (c) => c.json({ groups: await groupStats(c.var.store, c.req.valid("query")) }, 200));
+  app.openapi(groupsRoute, async (c) => {
+    const query = c.req.valid("query");
+    const [groups, rates] = await Promise.all([groupStats(c.var.store, query), rateLimitStats(c.var.store, query)]);
+    return c.json({ groups, rateLimits: rates.map((r) => ({ ...r, opensAt: r.opensAt?.toISOString() ?? null })) }, 200);
+  });
   app.openapi(throughputRoute, async (c) => {
     const { minutes } = c.req.valid("query");
     const buckets = await throughput(c.var.store, minutes);

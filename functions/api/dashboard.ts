@@ -62,6 +62,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   <div id="overview" hidden>
     <section class="card"><h2>Queues</h2><div id="queues"></div></section>
     <section class="card"><h2>Groups <small>as each claim shares a queue, busiest first</small></h2><div id="groups"></div></section>
+    <section class="card" id="rates-section" hidden><h2>Rate limits <small>keys with due jobs, most waiting first</small></h2><div id="rates"></div></section>
     <section class="card"><h2>Throughput <small>attempts ended per minute, last 15 minutes</small></h2><div id="chart"></div></section>
     <section class="card"><h2>Recurring jobs <small>each tick enqueues one job; times in this browser's zone</small></h2><div id="recurring"></div></section>
     <section class="card" id="retried-section" hidden><h2>Retried from this page</h2><div id="retried"></div></section>

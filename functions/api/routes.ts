@@ -82,7 +82,7 @@ export const queuesRoute = createRoute({
 
 export const groupsRoute = createRoute({
   method: "get", path: "/v1/groups", tags: ["queues"], security,
-  summary: "Per queue and group (as the fair claim shares them): ready and running jobs and the concurrency limit, busiest first",
+  summary: "Per queue and group (as the fair claim shares them): ready and running jobs and the concurrency limit, busiest first; and per rate limit key: jobs waiting, starts in the window, and when a full window opens",
   request: { query: groupsQuerySchema },
   responses: { 200: json(groupsSchema, "Up to 500 groups with queued or running jobs"), ...failures },
 });

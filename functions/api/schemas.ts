@@ -201,6 +201,16 @@ export const groupsSchema = z
         limit: z.number().int().nullable().openapi({ description: "The concurrency limit its jobs carry; null: none." }),
       }),
     ),
+    rateLimits: z.array(
+      z.object({
+        key: z.string(),
+        waiting: z.number().int().openapi({ description: "Due jobs carrying the key (of this queue, with `queue`)." }),
+        limit: z.number().int(),
+        periodMs: z.number().int(),
+        startedInWindow: z.number().int().openapi({ description: "Jobs of the key started in the last period." }),
+        opensAt: z.string().nullable().openapi({ description: "When the full window lets the next job start; null: one may start now." }),
+      }),
+    ).openapi({ description: "Rate limit keys with due jobs, most waiting first (up to 500)." }),
   })
   .openapi("Groups");
 

@@ -184,6 +184,8 @@ export const DASHBOARD_JS = String.raw`"use strict";
 
     render("queues", queues.queues, queueTable);
     render("groups", groups.groups, groupTable);
+    $("rates-section").hidden = groups.rateLimits.length === 0;
+    render("rates", groups.rateLimits, rateTable);
     render("chart", throughput.buckets, chart);
     render("recurring", recurring.recurring, (jobs) => recurringTable(jobs, recurring.jobsModule));
     const retried = ids.map((id) => retriedJobs.get(id)).filter(Boolean)
@@ -219,6 +221,17 @@ export const DASHBOARD_JS = String.raw`"use strict";
       h("tbody", {}, groups.map((g) => h("tr", { "data-queue": g.queue, "data-group": g.group === null ? "" : g.group },
         h("td", {}, g.queue), h("th", { scope: "row" }, g.group === null ? "—" : g.group), num(g.ready),
         h("td", { class: "num" + (g.running > 0 ? " running" : "") }, g.running), num(g.limit)))));
+  }
+
+  function rateTable(rates) {
+    return h("table", { class: "rates" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Rate key"), h("th", { class: "num" }, "Waiting"),
+        h("th", { class: "num", title: "jobs of the key started in the last period, over its limit" }, "Started"),
+        h("th", { class: "num" }, "Period"), h("th", {}, "Opens"))),
+      h("tbody", {}, rates.map((r) => h("tr", { "data-rate-key": r.key },
+        h("th", { scope: "row" }, r.key), h("td", { class: "num" }, r.waiting),
+        h("td", { class: "num" }, r.startedInWindow + " / " + r.limit), h("td", { class: "num" }, r.periodMs + " ms"),
+        h("td", {}, r.opensAt ? when(r.opensAt) : "now")))));
   }
 
   // A time as a <time> element (the instant in its datetime attribute), shown in this browser zone.
