@@ -56,6 +56,10 @@ export const enqueueRequestSchema = z
       description: "Keep the first job of this type per key for periodMs from its enqueue: every other enqueue of the key in that window returns it (200) and writes nothing. Not with dedupeKey or debounce.",
       example: { key: "user-7", periodMs: 60_000 },
     }),
+    rateLimit: option.rateLimit.openapi({
+      description: "This job's rate limit key (and limit or periodMs) in place of its type's: at most limit jobs of a key start in any periodMs. Only for a job type that declares a rateLimit.",
+      example: { key: "partner-42" },
+    }),
   })
   .refine((b) => b.runAt === undefined || b.delaySeconds === undefined, {
     path: ["delaySeconds"],
