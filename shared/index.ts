@@ -1,6 +1,7 @@
 /** Leasehold's queue core: everything an app or a function needs. */
 export { defineJob, createRegistry } from "./job.ts";
 export type { JobType, JobContext, JobStatus, AttemptOutcome, EnqueueOptions, EnqueuedJob, Registry, Debounce, Throttle } from "./job.ts";
+export type { RateLimit } from "./rate-limit.ts";
 export { enqueue, enqueueJobs, job, type JobSpec, type EnqueueLimits } from "./enqueue.ts";
 export { claimable, servingRules, type Claimable, type ServingRules } from "./serving.ts";
 export { claimJobs, type ClaimedJob } from "./claim.ts";
