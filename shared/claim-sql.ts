@@ -148,7 +148,7 @@ const SUSPECTS_WAITING = `exists (select 1 from leasehold.jobs s
  * job, at one `gen_random_uuid()` per claim instead of one per job (each
  * costs about 3.5 µs of the database's CPU, a sixth of claiming a job).
  */
-const claimUpdate = (from: "admitted" | "picked", extra: string) => `update leasehold.jobs j
+const claimUpdate = (from: "admitted" | "picked", extra: string, rated = false) => `update leasehold.jobs j
 set status = 'running',
     attempts = j.attempts + 1,
     runs = j.runs + 1,
@@ -160,7 +160,7 @@ set status = 'running',
 from ${from} a
 where j.id = a.id ${extra}
 returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
-          j.lease_token::text, j.runs, j.start_first or j.attempts >= j.max_attempts as start_first, j.rate_key is not null as rated, a.ord,
+          j.lease_token::text, j.runs, j.start_first or j.attempts >= j.max_attempts as start_first,${rated ? " j.rate_key is not null as rated," : ""} a.ord,
           (select g from groups where turn <= $2::integer order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count,
           ${SUSPECTS_WAITING} as suspects_waiting`;
 
@@ -211,7 +211,7 @@ const CONCURRENCY_TAIL = (from: string, rated: boolean) => `, keyed as (
   on conflict do nothing
   returning key
 )${rated ? RATE_WRITES : ""}
-${claimUpdate("admitted", `and (a.concurrency_key is null or a.concurrency_key in (select key from held union all select key from added))${rated ? RATE_CLAIMED : ""}`)}`;
+${claimUpdate("admitted", `and (a.concurrency_key is null or a.concurrency_key in (select key from held union all select key from added))${rated ? RATE_CLAIMED : ""}`, rated)}`;
 
 /**
  * Rate limits, before the concurrency limits: a picked job with a rate key is
