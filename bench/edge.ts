@@ -70,7 +70,7 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
     await enqueueJobs(store, specs);
     const pool = createNeonPool(dsn, { max: 3, wsProxy: relay.address, webSocketConstructor: WebSocket });
     let startedAt = await dbNow();
-    const node = await runWorker({ store: { db: pool, schema: SCHEMA }, registry: edgeBenchRegistry, queues: ["default"], runnerId: "node", slots: ctx.sizes.slots, idleMs: 300, pollMs: 20 });
+    const node = await runWorker({ linger: "fixed", store: { db: pool, schema: SCHEMA }, registry: edgeBenchRegistry, queues: ["default"], runnerId: "node", slots: ctx.sizes.slots, idleMs: 300, pollMs: 20 });
     await pool.end();
     const lambda = { ...(await drained(startedAt)), claimed: node.claimed };
 

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_RUNNER_IDLE_MS, DEFAULT_RUNNER_POLL_MS, defineConfig, functionSpecs } from "../shared/config.ts";
+import { defineConfig, functionSpecs } from "../shared/config.ts";
 import { DEFAULT_RUNNER, DEFAULT_WAKE_PREFIX, DEPLOYED_ENVIRONMENT, ENV, readEnvironment, writeEnvironment } from "../shared/environment.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -71,14 +71,5 @@ describe("the environment contract", () => {
     const specs = functionSpecs(defineConfig({ runners: { runner: { queues: ["default"], light: {} } } }));
     expect(specs.find((s) => s.name === "runner-light")!.environment).toEqual({ LEASEHOLD_RUNNER: "runner", LEASEHOLD_RUNNER_VARIANT: "light" });
     expect(specs.find((s) => s.name === "runner")!.environment).toEqual({ LEASEHOLD_RUNNER: "runner" });
-  });
-
-  it("the worker's defaults are the config's (poll and idle)", () => {
-    const runner = defineConfig({}).runners.runner!;
-    expect(runner.pollMs).toBe(DEFAULT_RUNNER_POLL_MS);
-    expect(runner.idleMs).toBe(DEFAULT_RUNNER_IDLE_MS);
-    const worker = readFileSync(join(root, "shared/worker.ts"), "utf8");
-    expect(worker).toContain("options.pollMs ?? DEFAULT_RUNNER_POLL_MS");
-    expect(worker).toContain("options.idleMs ?? DEFAULT_RUNNER_IDLE_MS");
   });
 });
