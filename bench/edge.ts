@@ -77,9 +77,9 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
     // The edge runner, in workerd, one invocation.
     await enqueueJobs(store, specs);
     mf = new Miniflare({
-      modules: true, script: await bundleEdgeWorker("bench/edge-worker.ts"), compatibilityDate: "2026-04-01",
+      modules: true, script: await bundleEdgeWorker("bench/edge-worker.ts", { wsProxy: relay.address }), compatibilityDate: "2026-04-01",
       bindings: {
-        DATABASE_URL: dsn, LEASEHOLD_WS_PROXY: relay.address, RUNNER_SECRET: SECRET,
+        DATABASE_URL: dsn, RUNNER_SECRET: SECRET,
         LEASEHOLD_CONFIG: JSON.stringify({
           runners: {},
           edge: { runners: { "edge-runner": { queues: ["default"], slots: ctx.sizes.slots, wallMs: 300_000, idleMs: 300, pollMs: 20 } } },

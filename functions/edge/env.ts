@@ -27,8 +27,6 @@ export interface EdgeEnv {
   LEASEHOLD_SCHEMA?: string;
   /** The configuration as JSON (infra binds the app's; tests their own), else the one the Worker was built with. */
   LEASEHOLD_CONFIG?: string;
-  /** Local development and tests only: a WebSocket-to-TCP relay ("host:port") in front of a plain Postgres. */
-  LEASEHOLD_WS_PROXY?: string;
   /** Optional Workers Analytics Engine dataset: one data point per dead job. */
   LEASEHOLD_METRICS?: { writeDataPoint(point: { blobs?: string[]; doubles?: number[]; indexes?: string[] }): void };
 }
@@ -69,7 +67,7 @@ export function edgeSchema(env: EdgeEnv, config?: { schema: string }): string {
 export function openEdgePool(env: EdgeEnv, max: number): Pool {
   const url = edgeSecret(env, "DATABASE_URL");
   if (!url) throw new Error("no database URL: link the DatabaseUrl secret or bind DATABASE_URL");
-  return createNeonPool(url, { max, wsProxy: env.LEASEHOLD_WS_PROXY });
+  return createNeonPool(url, { max });
 }
 
 /**

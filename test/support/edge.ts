@@ -11,10 +11,11 @@ import { databaseUrl } from "./db.ts";
  */
 const bundles = new Map<string, Promise<string>>();
 
+/** The Worker bundled with the test relay built in: the deployed Worker has no binding for one. */
 export function bundleWorker(entry = "test/fixtures/edge/worker.ts"): Promise<string> {
   let bundle = bundles.get(entry);
   if (!bundle) {
-    bundle = bundleEdgeWorker(entry);
+    bundle = bundleEdgeWorker(entry, { wsProxy: inject("wsRelay") });
     bundles.set(entry, bundle);
   }
   return bundle;
@@ -73,7 +74,6 @@ export async function startEdge(o: EdgeOptions): Promise<Miniflare> {
     },
     bindings: {
       DATABASE_URL: databaseUrl(),
-      LEASEHOLD_WS_PROXY: inject("wsRelay"),
       LEASEHOLD_SCHEMA: o.schema,
       LEASEHOLD_CONFIG: JSON.stringify(o.config ?? edgeTestConfig()),
       RUNNER_SECRET: o.secret ?? RUNNER_SECRET,
