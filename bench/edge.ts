@@ -5,6 +5,7 @@ import { bundleEdgeWorker } from "../dev/edge-bundle.ts";
 import { startWsRelay } from "../dev/ws-relay.ts";
 import { RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { createNeonPool } from "../shared/drivers/neon.ts";
+import { EDGE_ENV } from "../shared/environment.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
 import { enqueueJobs, job } from "../shared/enqueue.ts";
 import { migrate } from "../shared/migrate.ts";
@@ -79,8 +80,8 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
     mf = new Miniflare({
       modules: true, script: await bundleEdgeWorker("bench/edge-worker.ts", { wsProxy: relay.address }), compatibilityDate: "2026-04-01",
       bindings: {
-        DATABASE_URL: dsn, RUNNER_SECRET: SECRET,
-        LEASEHOLD_CONFIG: JSON.stringify({
+        [EDGE_ENV.databaseUrl]: dsn, [EDGE_ENV.runnerSecret]: SECRET,
+        [EDGE_ENV.config]: JSON.stringify({
           runners: {},
           edge: { runners: { "edge-runner": { queues: ["default"], slots: ctx.sizes.slots, wallMs: 300_000, idleMs: 300, pollMs: 20 } } },
         }),

@@ -47,6 +47,31 @@ export const ENV = {
 } as const;
 
 export type EnvKey = keyof typeof ENV;
+
+/**
+ * The edge Worker's bindings (functions/edge/env.ts reads them, infra/edge.ts
+ * binds them): Workers have no process environment, everything is a binding.
+ * A setting the Worker shares with the functions has the contract's name
+ * (`ENV`), so a rename reaches both; the others are the Worker's own.
+ */
+export const EDGE_ENV = {
+  /** Plain binding (tests, wrangler), else the linked `DatabaseUrl` secret. */
+  databaseUrl: ENV.databaseUrl,
+  /** Postgres schema of the queue tables (infra binds the config's). */
+  schema: ENV.schema,
+  /** The API's bearer token, else the linked `ApiToken` secret; without either the Worker serves no API routes. */
+  apiToken: ENV.apiToken,
+  /** Shared by the edge scheduler and the runner Worker (else the linked `RunnerSecret`): a runner request must carry it. */
+  runnerSecret: "RUNNER_SECRET",
+  /** The runner Worker as a service binding (infra links it under this name)... */
+  runnerService: "EdgeRunner",
+  /** ...or as a URL (`https://.../leasehold/run`). */
+  runnerUrl: "RUNNER_URL",
+  /** The configuration as JSON (infra binds the app's), else the one the Worker was built with. */
+  config: "LEASEHOLD_CONFIG",
+  /** Optional Workers Analytics Engine dataset: one data point per dead job. */
+  metrics: "LEASEHOLD_METRICS",
+} as const;
 export type EnvSource = Record<string, string | undefined>;
 
 /** The runner a runner function is when nothing says which: the config's default runner. */

@@ -9,7 +9,8 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { defineConfig, functionSpecs } from "../shared/config.ts";
-import { DEFAULT_RUNNER, DEFAULT_WAKE_PREFIX, DEPLOYED_ENVIRONMENT, ENV, readEnvironment, writeEnvironment } from "../shared/environment.ts";
+import { DEFAULT_RUNNER, DEFAULT_WAKE_PREFIX, DEPLOYED_ENVIRONMENT, EDGE_ENV, ENV, readEnvironment, writeEnvironment } from "../shared/environment.ts";
+import { edgeConfig, edgeSchema, edgeSecret, type EdgeEnv } from "../functions/edge/env.ts";
 import { LOCAL_ENV } from "../dev/local-env.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -87,5 +88,22 @@ describe("the environment contract", () => {
     const specs = functionSpecs(defineConfig({ runners: { runner: { queues: ["default"], light: {} } } }));
     expect(specs.find((s) => s.name === "runner-light")!.environment).toEqual({ LEASEHOLD_RUNNER: "runner", LEASEHOLD_RUNNER_VARIANT: "light" });
     expect(specs.find((s) => s.name === "runner")!.environment).toEqual({ LEASEHOLD_RUNNER: "runner" });
+  });
+
+  it("the edge Worker's bindings are named by the contract: the settings it shares with the functions by ENV's names", () => {
+    expect(EDGE_ENV).toMatchObject({ databaseUrl: ENV.databaseUrl, schema: ENV.schema, apiToken: ENV.apiToken });
+    // The Worker reads each setting under that name.
+    const env = {
+      [ENV.databaseUrl]: "postgres://edge/db", [ENV.schema]: "edge_jobs", [ENV.apiToken]: "edge-token", [EDGE_ENV.config]: JSON.stringify({ edge: {} }),
+    } as EdgeEnv;
+    expect(edgeSecret(env, "databaseUrl")).toBe("postgres://edge/db");
+    expect(edgeSecret(env, "apiToken")).toBe("edge-token");
+    expect(edgeSchema(env)).toBe("edge_jobs");
+    expect(edgeConfig(env).edge.runners["edge-runner"]).toBeDefined();
+    // No binding is named anywhere else in the Worker or in what binds it: a rename in EDGE_ENV (or ENV) reaches all.
+    const bindingName = new RegExp(`\\b(${Object.values(EDGE_ENV).join("|")})\\b`);
+    expect(codeLines([...sources("functions/edge"), "infra/edge.ts"], bindingName)).toEqual([]);
+    // The grep finds a binding named by hand where there is one: the example route's own.
+    expect(codeLines(["examples/edge-signup.ts"], bindingName).length).toBeGreaterThan(0);
   });
 });
