@@ -10,6 +10,7 @@ export async function handler(_event: unknown, context: { awsRequestId: string; 
   const pool = createNeonPool(process.env.DATABASE_URL!, { max: 2 });
   try {
     return await runWorker({
+      linger: "fixed",
       store: { db: pool, schema: "leasehold" },
       registry,
       queues: ["default"],

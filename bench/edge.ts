@@ -5,6 +5,7 @@ import { bundleEdgeWorker } from "../dev/edge-bundle.ts";
 import { startWsRelay } from "../dev/ws-relay.ts";
 import { RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { createNeonPool } from "../shared/drivers/neon.ts";
+import { EDGE_ENV } from "../shared/environment.ts";
 import { createPgPool } from "../shared/drivers/pg.ts";
 import { enqueueJobs, job } from "../shared/enqueue.ts";
 import { migrate } from "../shared/migrate.ts";
@@ -70,17 +71,17 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
     await enqueueJobs(store, specs);
     const pool = createNeonPool(dsn, { max: 3, wsProxy: relay.address, webSocketConstructor: WebSocket });
     let startedAt = await dbNow();
-    const node = await runWorker({ store: { db: pool, schema: SCHEMA }, registry: edgeBenchRegistry, queues: ["default"], runnerId: "node", slots: ctx.sizes.slots, idleMs: 300, pollMs: 20 });
+    const node = await runWorker({ linger: "fixed", store: { db: pool, schema: SCHEMA }, registry: edgeBenchRegistry, queues: ["default"], runnerId: "node", slots: ctx.sizes.slots, idleMs: 300, pollMs: 20 });
     await pool.end();
     const lambda = { ...(await drained(startedAt)), claimed: node.claimed };
 
     // The edge runner, in workerd, one invocation.
     await enqueueJobs(store, specs);
     mf = new Miniflare({
-      modules: true, script: await bundleEdgeWorker("bench/edge-worker.ts"), compatibilityDate: "2026-04-01",
+      modules: true, script: await bundleEdgeWorker("bench/edge-worker.ts", { wsProxy: relay.address }), compatibilityDate: "2026-04-01",
       bindings: {
-        DATABASE_URL: dsn, LEASEHOLD_WS_PROXY: relay.address, RUNNER_SECRET: SECRET,
-        LEASEHOLD_CONFIG: JSON.stringify({
+        [EDGE_ENV.databaseUrl]: dsn, [EDGE_ENV.runnerSecret]: SECRET,
+        [EDGE_ENV.config]: JSON.stringify({
           runners: {},
           edge: { runners: { "edge-runner": { queues: ["default"], slots: ctx.sizes.slots, wallMs: 300_000, idleMs: 300, pollMs: 20 } } },
         }),

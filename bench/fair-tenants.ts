@@ -58,6 +58,7 @@ export async function runFairTenants(store: Store, queue: string, fair: boolean,
   await enqueueJobs(store, Array.from({ length: p.bigJobs }, (_, n) => job(type, { n }, { group: "big" })));
   const t0 = Date.now();
   const worker = runWorker({
+    linger: "fixed",
     store, registry: createRegistry([type]), queues: [queue], runnerId: `tenants-${queue}`, slots: p.slots, idleMs: 300, pollMs: 20, fair,
   });
   const enqueuedAt = new Map<string, number>();

@@ -108,6 +108,7 @@ export async function childExec(args: ChildArgs): Promise<ExecResult> {
   let allCommitted!: () => void;
   const durable = new Promise<void>((r) => (allCommitted = r));
   const worker = runWorker({
+    linger: "fixed",
     ...w.options,
     onSettled: (e) => {
       const id = Number(e.jobId);

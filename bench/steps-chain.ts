@@ -56,6 +56,7 @@ async function drain(store: Store, shape: "steps" | "chain", queue: string, unit
   await enqueueJobs(store, Array.from({ length: units }, (_, n) => (shape === "steps" ? job(stepped, { n }) : job(chained, { n, part: 0 }))));
   const t0 = Date.now();
   const summary = await runWorker({
+    linger: "fixed",
     store: counted, registry: createRegistry([stepped, chained]), queues: [queue], runnerId: `steps-chain-${queue}`, slots, idleMs: 300, pollMs: 20,
   });
   const parts = units * PARTS;

@@ -34,6 +34,7 @@ async function drain(store: Store, queue: string, n: number, slots: number, fair
   let lastWrittenAt = 0;
   const t0 = Date.now();
   const summary = await runWorker({
+    linger: "fixed",
     store, registry: createRegistry([type]), queues: [queue], runnerId: `ungrouped-${queue}`, slots, idleMs: 300, pollMs: 20, fair,
     onSettled: (e) => {
       if (e.accepted && e.outcome === "succeeded" && ++written === n) lastWrittenAt = Date.now();

@@ -6,8 +6,11 @@ import { fileURLToPath } from "node:url";
 import { functionSpecs, type Config, type FunctionSpec } from "../shared/config.ts";
 import { ENTRY_KINDS, writeEntries } from "../functions/entries.ts";
 
+const EXT = import.meta.url.endsWith(".js") ? ".js" : ".ts";
 /** This package's handler factories, as a path (local runs import them directly). */
-const FACTORIES = fileURLToPath(new URL(`../functions/lambda${import.meta.url.endsWith(".js") ? ".js" : ".ts"}`, import.meta.url));
+const FACTORIES = fileURLToPath(new URL(`../functions/lambda${EXT}`, import.meta.url));
+/** What runs ahead of each local function: the local-only settings (dev/local-env.ts) applied. */
+const PRELUDE = fileURLToPath(new URL(`./lambda/prelude${EXT}`, import.meta.url));
 
 /**
  * The functions of an app as the local Lambda runtime runs them: the entries
@@ -15,7 +18,9 @@ const FACTORIES = fileURLToPath(new URL(`../functions/lambda${import.meta.url.en
  * and jobs module under `<root>/.leasehold/local/<hash>/`, then bundled
  * with esbuild as `sst deploy` bundles them (one ES module per function,
  * dependencies included), so a local cold start loads what a Lambda cold
- * start loads, as fast. Rebuilt on every start: edits to the jobs show up.
+ * start loads, as fast. One addition: a prelude (dev/lambda/prelude.ts) that
+ * applies the local-only settings (the WebSocket relay, labelled output)
+ * to the bundle's own modules before the handler loads. Rebuilt on every start: edits to the jobs show up.
  * Each build lands in a directory named by its content, moved into place
  * whole, so stacks starting at once never read each other's half-written files.
  */
@@ -29,6 +34,7 @@ export function localFunctions(o: { root: string; config: Config; jobsModule: st
     entryPoints: Object.keys(ENTRY_KINDS).map((kind) => ({ in: files[kind as keyof typeof ENTRY_KINDS], out: kind })),
     outdir: join(dir, "out"),
     outExtension: { ".js": ".mjs" },
+    inject: [PRELUDE],
     bundle: true,
     platform: "node",
     format: "esm",

@@ -80,7 +80,7 @@ Leasehold is running.
   API         ${stack.apiUrl}   (Authorization: Bearer ${stack.apiToken})
   Lambda      ${stack.lambdaUrl}   (local Invoke API: runner, scheduler, rescuer)
   Postgres    ${stack.databaseUrl.replace(/:[^:@/]+@/, ":***@")}   (schema ${stack.schema})
-  WS relay    ${stack.wsProxy}   (the Neon driver's way to it: LEASEHOLD_WS_PROXY)
+  WS relay    ${stack.wsProxy}   (the Neon driver's way to it, in the local functions and linkedLeasehold())
   job types   ${[...stack.registry.keys()].join(", ")}
 ${published(stack)}${note}
 Ctrl-C stops everything.`;
@@ -94,5 +94,5 @@ function published(stack: DevStack): string {
     return `  no state    (DATABASE_URL given) for the CLI and linkedLeasehold(): export ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(" ")}\n`;
   }
   const file = relative(process.cwd(), stack.stateFile) || stack.stateFile;
-  return `  state       ${file}   (the CLI and linkedLeasehold() read it: they reach this database, relay and scheduler; its "env" lists the same as variables)\n`;
+  return `  state       ${file}   (the CLI and linkedLeasehold() read it: they reach this database, relay and scheduler; its "env" lists the database, schema and scheduler as variables)\n`;
 }

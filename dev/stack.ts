@@ -7,7 +7,6 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createApp } from "../functions/api/app.ts";
 import { createSchedulerWaker } from "../functions/waker.ts";
-import { LABEL_OUTPUT_ENV } from "../functions/job-output.ts";
 import { runnerFunctions, type Config } from "../shared/config.ts";
 import { loadAppConfig } from "./app-config.ts";
 import { localFunctions } from "./functions.ts";
@@ -22,6 +21,7 @@ import { migrate } from "../shared/migrate.ts";
 import { servingRules } from "../shared/serving.ts";
 import { portTaken, startEmbeddedPostgres, type RunningPostgres } from "./embedded-postgres.ts";
 import { DEV_AWS, DEV_DATA_DIR, DEV_STATE_FILE, devStackEnv, type DevStackState } from "./state.ts";
+import { LOCAL_ENV } from "./local-env.ts";
 import { queueStats } from "../shared/stats.ts";
 import { startLambdaRuntime, type LambdaRuntime } from "./lambda/runtime.ts";
 import { startWsRelay } from "./ws-relay.ts";
@@ -142,10 +142,10 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       env: {
         DATABASE_URL: databaseUrl,
         LEASEHOLD_SCHEMA: schema,
-        LEASEHOLD_WS_PROXY: relay.address,
         NODE_NO_WARNINGS: "1",
-        // Handlers' output labelled by job: what `leasehold dev` shows.
-        [LABEL_OUTPUT_ENV]: "1",
+        // Local only (dev/local-env.ts): the Neon driver through the relay, handlers' output labelled by job.
+        [LOCAL_ENV.wsProxy]: relay.address,
+        [LOCAL_ENV.labelOutput]: "1",
       },
       onLog: options.onLog ? (fn, _id, line) => options.onLog!(fn, line) : () => {},
     });

@@ -22,13 +22,18 @@ export interface DevStackState {
   databaseUrl: string;
   /** Leasehold's schema in that database (the app's config). */
   schema: string;
-  /** The WebSocket-to-TCP relay ("host:port") the Neon driver reaches the database through. */
+  /**
+   * The WebSocket-to-TCP relay ("host:port") the Neon driver reaches the
+   * database through: what linkedLeasehold() uses with this stack's database.
+   */
   wsProxy: string;
   /** The scheduler's name on the local Lambda runtime: what to invoke to wake it. */
   schedulerFunction: string;
   /**
    * The same, as the environment variables linkedLeasehold() and the CLI
-   * read: for a process that cannot read this file (another directory, a container).
+   * read: for a process that cannot read this file (another directory, a
+   * container). Not the relay, which is no setting of theirs: such a
+   * process reaches the database with a driver of its own.
    */
   env: Record<string, string>;
 }
@@ -38,7 +43,6 @@ export function devStackEnv(s: Omit<DevStackState, "pid" | "env" | "apiUrl">): R
   return {
     DATABASE_URL: s.databaseUrl,
     LEASEHOLD_SCHEMA: s.schema,
-    LEASEHOLD_WS_PROXY: s.wsProxy,
     LEASEHOLD_SCHEDULER_FUNCTION: s.schedulerFunction,
     AWS_ENDPOINT_URL_LAMBDA: s.lambdaUrl,
     AWS_REGION: DEV_AWS.region,

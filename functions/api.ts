@@ -45,7 +45,7 @@ export function createApiHandler(options: ApiHandlerOptions) {
     recurring,
     jobsModule: config.jobs,
     openStore: () => {
-      const pool = createNeonPool(env.databaseUrl, { max: 2, wsProxy: env.wsProxy, webSocketConstructor });
+      const pool = createNeonPool(env.databaseUrl, { max: 2, webSocketConstructor });
       return { store: { db: pool, schema: env.schema }, close: () => pool.end() };
     },
   });

@@ -39,14 +39,15 @@ export function functionSettings(config: { schema: string }, env: EnvSource = pr
 
 /**
  * A Neon pool for this invocation only: a Lambda must open, use and close it
- * within one invocation. `wsProxy` routes it through a local WebSocket relay
- * to a plain Postgres.
+ * within one invocation. `wsProxy`: through that WebSocket relay to a plain
+ * Postgres (linkedLeasehold() on the dev stack's database); the functions
+ * give none.
  */
-export function openPool(settings: Settings, max: number): Pool {
+export function openPool(settings: Settings, max: number, wsProxy?: string): Pool {
   if (!settings.databaseUrl) throw new Error("no database URL: link the DatabaseUrl secret or set DATABASE_URL");
   return createNeonPool(settings.databaseUrl, {
     max,
-    wsProxy: settings.wsProxy,
+    wsProxy,
     webSocketConstructor: globalThis.WebSocket ? undefined : WebSocket,
   });
 }

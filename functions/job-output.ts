@@ -1,7 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { format } from "node:util";
 import type { JobType, Registry } from "../shared/job.ts";
-import { ENV, processEnvironment, readEnvironment, type EnvSource } from "../shared/environment.ts";
 
 /**
  * Handlers' own output, labelled by job, for `leasehold dev`: what a handler
@@ -9,10 +8,11 @@ import { ENV, processEnvironment, readEnvironment, type EnvSource } from "../sha
  * wrote it (`[email.welcome #42 run 1] `), and an error it throws is printed
  * there too, stack included, before the runner records it. Many jobs run at
  * once in one runner; each handler call keeps its label in its own async
- * context. The dev stack turns it on (LEASEHOLD_LABEL_OUTPUT=1) and shows
- * those lines by default; a deployed runner leaves the output as it is.
+ * context. The dev stack turns it on in its local functions
+ * (`labelOutputByJob()`, from dev/lambda/prelude.ts) and shows those lines
+ * by default; nothing deployed turns it on, so a deployed runner leaves the
+ * output as it is.
  */
-export const LABEL_OUTPUT_ENV = ENV.labelOutput;
 
 /** A line a handler wrote, as labelled here: its label is the first group. */
 export const HANDLER_LINE = /^(\[[A-Za-z0-9_.:-]+ #\d+ run \d+\]) /;
@@ -20,6 +20,12 @@ export const HANDLER_LINE = /^(\[[A-Za-z0-9_.:-]+ #\d+ run \d+\]) /;
 const label = new AsyncLocalStorage<string>();
 const METHODS = ["log", "info", "warn", "error", "debug"] as const;
 let patched = false;
+let labelling = false;
+
+/** Labels the output of every registry `labelHandlerOutput` wraps from now on, in this process. */
+export function labelOutputByJob(): void {
+  labelling = true;
+}
 
 /** The label of one run of a job. */
 export function jobLabel(name: string, jobId: string, run: number): string {
@@ -55,9 +61,9 @@ function labelled(type: JobType): JobType {
   };
 }
 
-/** The registry with each handler's output labelled, or the registry itself when the environment does not ask for it. */
-export function labelHandlerOutput(registry: Registry, env: EnvSource = processEnvironment()): Registry {
-  if (readEnvironment(env).labelOutput !== "1") return registry;
+/** The registry with each handler's output labelled, or the registry itself unless `labelOutputByJob()` was called. */
+export function labelHandlerOutput(registry: Registry, on = labelling): Registry {
+  if (!on) return registry;
   labelConsole();
   return new Map([...registry].map(([name, type]) => [name, labelled(type)]));
 }

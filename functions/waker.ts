@@ -88,7 +88,7 @@ interface LinkProperties {
 export interface LinkedLeasehold {
   schema: string;
   databaseUrl: string | undefined;
-  /** The WebSocket relay ("host:port") in front of a plain Postgres: the dev stack's; unset deployed. */
+  /** The WebSocket relay ("host:port") in front of a plain Postgres: the dev stack's, when it is the source; else unset. */
   wsProxy: string | undefined;
   /** Where the settings came from. */
   source: "link" | "environment" | "dev stack" | "none";
@@ -105,9 +105,9 @@ export interface LinkedLeasehold {
 /** What linkedLeasehold() reads, in order: for its documentation and its error. */
 export const LINKED_SOURCES =
   "the component's link (Resource.Leasehold, from `link: [leasehold.link]` in sst.config.ts); else the environment variables " +
-  "DATABASE_URL, LEASEHOLD_SCHEMA, LEASEHOLD_WS_PROXY and LEASEHOLD_SCHEDULER_FUNCTION (with the AWS SDK's AWS_ENDPOINT_URL_LAMBDA, " +
+  "DATABASE_URL, LEASEHOLD_SCHEMA and LEASEHOLD_SCHEDULER_FUNCTION (with the AWS SDK's AWS_ENDPOINT_URL_LAMBDA, " +
   "AWS_REGION and credentials); else, locally, the dev stack that `npx leasehold dev` runs in the working directory " +
-  "(its .dev-data/stack.json)";
+  "(its .dev-data/stack.json, with its database's WebSocket relay)";
 
 /** The link's properties, or none outside a linked function (SST's Resource throws there). */
 function linkProperties(resources: LinkedResources, name: string): LinkProperties {
@@ -122,10 +122,11 @@ function linkProperties(resources: LinkedResources, name: string): LinkPropertie
  * Leasehold as a function the component is linked to sees it: the schema,
  * the database URL, a pool on it and a waker for after commit. Resolved from
  * the first of these that gives a database URL: the link; the environment
- * (DATABASE_URL, LEASEHOLD_SCHEMA, LEASEHOLD_WS_PROXY,
- * LEASEHOLD_SCHEDULER_FUNCTION); the dev stack running in the working
- * directory (`npx leasehold dev`'s `.dev-data/stack.json`), so an app's own
- * local server needs nothing set while the dev stack runs.
+ * (DATABASE_URL, LEASEHOLD_SCHEMA, LEASEHOLD_SCHEDULER_FUNCTION: a database
+ * the Neon driver reaches as it is); the dev stack running in the working
+ * directory (`npx leasehold dev`'s `.dev-data/stack.json`: its database,
+ * through its WebSocket relay), so an app's own local server needs nothing
+ * set while the dev stack runs.
  */
 export function linkedLeasehold(
   options: {
@@ -148,7 +149,8 @@ export function linkedLeasehold(
     ? lambdaClient({ endpoint: dev.lambdaUrl, region: DEV_AWS.region, credentials: { accessKeyId: DEV_AWS.accessKeyId, secretAccessKey: DEV_AWS.secretAccessKey } })
     : lambdaClient();
   const waker = createSchedulerWaker(link.schedulerFunction ?? readEnvironment(env).schedulerFunction, options.onError ?? (() => {}), client, atFallback(fallbackEnv));
-  const wsProxy = link.databaseUrl ? undefined : settings.wsProxy;
+  // A relay only with the dev stack's own database: the stack publishes it beside its URL.
+  const wsProxy = dev?.wsProxy;
   return {
     schema: settings.schema,
     databaseUrl: settings.databaseUrl,
@@ -157,7 +159,7 @@ export function linkedLeasehold(
     waker,
     pool(max = 5) {
       if (!settings.databaseUrl) throw new Error(`linkedLeasehold(): no database URL. It reads ${LINKED_SOURCES}; none of them is there.`);
-      return openPool({ ...settings, wsProxy }, max);
+      return openPool(settings, max, wsProxy);
     },
   };
 }

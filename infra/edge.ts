@@ -6,6 +6,7 @@
  * sits next to the Lambda runners (or instead of them, with `runners: {}`),
  * on the same database and migrations. See docs/deploy.md, "On the edge".
  */
+import { EDGE_ENV } from "../shared/environment.ts";
 import type { InfraContext } from "./context.ts";
 
 /** Workers cron syntax: five fields (minute hour day-of-month month day-of-week). */
@@ -26,10 +27,10 @@ export function createEdge(
   /** Shared by the edge scheduler and the runner Worker; set it with `npx sst secret set RunnerSecret <value>`. */
   const runnerSecret = new sst.Secret("RunnerSecret");
   const cpuMs = Math.max(...Object.values(edge.runners).map((r) => r.cpuMs));
-  // The Worker's settings as bindings: the schema, and the app's config (Workers have no other environment).
-  const environment = { LEASEHOLD_SCHEMA: ctx.config.schema, LEASEHOLD_CONFIG: JSON.stringify(ctx.config) };
+  // The Worker's settings as bindings, named as it reads them (EDGE_ENV): the schema, and the app's config.
+  const environment = { [EDGE_ENV.schema]: ctx.config.schema, [EDGE_ENV.config]: JSON.stringify(ctx.config) };
 
-  const runner = new sst.cloudflare.Worker(ctx.child("EdgeRunner"), {
+  const runner = new sst.cloudflare.Worker(ctx.child(EDGE_ENV.runnerService), {
     handler: ctx.edgeHandler,
     // The API on the edge is served from this Worker's URL too.
     url: true,
@@ -51,7 +52,7 @@ export function createEdge(
     worker: {
       handler: ctx.edgeHandler,
       compatibility,
-      // Linking the runner Worker makes the `EdgeRunner` service binding.
+      // Linking the runner Worker makes the service binding the Worker reads (EDGE_ENV.runnerService).
       link: [databaseUrl, runnerSecret, runner],
       environment,
       transform: {

@@ -30,6 +30,18 @@ export const DEFAULT_RUNNER_IDLE_MS = 2_000;
  * wake-up does not reach a runner that is already running).
  */
 export const DEFAULT_RUNNER_POLL_MS = 50;
+/**
+ * How a runner behaves where its config says nothing: the one source of
+ * these defaults, for the config's runners (Lambda and edge) and for
+ * `runWorker` called without them (shared/runner/options.ts).
+ */
+export const RUNNER_DEFAULTS = {
+  idleMs: DEFAULT_RUNNER_IDLE_MS,
+  pollMs: DEFAULT_RUNNER_POLL_MS,
+  linger: "adaptive",
+  fair: true,
+} as const;
+const LINGERS = ["adaptive", "fixed"] as const;
 /** The scheduler's and rescuer's cron: a safety net, not the way work is found. */
 export const SAFETY_NET_SCHEDULE = "rate(1 day)";
 
@@ -42,19 +54,19 @@ const runnerSchema = z.object({
   /** Longest lease a job on these queues may ask for. */
   maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
   /** The longest a runner with nothing to do stays before it exits. */
-  idleMs: z.number().int().positive().default(DEFAULT_RUNNER_IDLE_MS),
+  idleMs: z.number().int().positive().default(RUNNER_DEFAULTS.idleMs),
   /**
    * `adaptive`: stay only as long as the arrivals seen make another likely
    * (an isolated job's runner leaves after one poll; a stream keeps it, up to
    * `idleMs`); `fixed`: always `idleMs`. See shared/runner/linger.ts.
    */
-  linger: z.enum(["adaptive", "fixed"]).default("adaptive"),
+  linger: z.enum(LINGERS).default(RUNNER_DEFAULTS.linger),
   /** How often a runner with free slots looks for new jobs. */
-  pollMs: z.number().int().min(10).default(DEFAULT_RUNNER_POLL_MS),
+  pollMs: z.number().int().min(10).default(RUNNER_DEFAULTS.pollMs),
   /** Hard cap on concurrent invocations of this runner. */
   maxConcurrency: z.number().int().min(1).max(1_000).default(10),
   /** Share each claim between the groups with ready jobs; false: these queues opt out (priority order only). */
-  fair: z.boolean().default(true),
+  fair: z.boolean().default(RUNNER_DEFAULTS.fair),
   /**
    * A light variant of this runner, its own function `<name>-light` with less
    * memory and fewer slots, started instead of the full one when no runner
@@ -89,7 +101,7 @@ const edgeRunnerSchema = z.object({
   /** Jobs claimed ahead of the free slots; default adaptive (see `WorkerOptions.prefetch`). */
   prefetch: z.number().int().min(0).max(1_000).optional(),
   /** As for Lambda runners: share each claim between the groups with ready jobs; false: priority order only. */
-  fair: z.boolean().default(true),
+  fair: z.boolean().default(RUNNER_DEFAULTS.fair),
   /**
    * Wall time one runner invocation may take: Workers have no remaining-time
    * clock, so the runner counts down from this budget.
@@ -98,9 +110,9 @@ const edgeRunnerSchema = z.object({
   /** CPU time limit of the runner Worker (`limits.cpu_ms`); 30 s by default on Workers Paid. */
   cpuMs: z.number().int().min(10).max(300_000).default(30_000),
   maxLeaseMs: z.number().int().positive().default(DEFAULT_LEASE_MS),
-  idleMs: z.number().int().positive().default(DEFAULT_RUNNER_IDLE_MS),
-  linger: z.enum(["adaptive", "fixed"]).default("adaptive"),
-  pollMs: z.number().int().min(10).default(DEFAULT_RUNNER_POLL_MS),
+  idleMs: z.number().int().positive().default(RUNNER_DEFAULTS.idleMs),
+  linger: z.enum(LINGERS).default(RUNNER_DEFAULTS.linger),
+  pollMs: z.number().int().min(10).default(RUNNER_DEFAULTS.pollMs),
   maxConcurrency: z.number().int().min(1).max(1_000).default(10),
 });
 

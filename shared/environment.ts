@@ -10,6 +10,11 @@
  * A variable whose default is "unset" means: that feature is off. Deployed,
  * infra sets every variable of `DEPLOYED_ENVIRONMENT`; locally the Lambda
  * runtime (dev/lambda/lambda-env.ts) sets the same ones with local values.
+ *
+ * Settings that exist only locally (the Neon driver's WebSocket relay to a
+ * plain Postgres, handler output labelled by job) are not here: they are the
+ * dev stack's (dev/local-env.ts), applied by what it bundles into its local
+ * functions, and nothing in functions/ or shared/ reads them.
  */
 import { z } from "zod";
 
@@ -21,8 +26,6 @@ export const ENV = {
   databaseUrl: "DATABASE_URL",
   /** The API's bearer token, where no `ApiToken` secret is linked. */
   apiToken: "LEASEHOLD_API_TOKEN",
-  /** A WebSocket-to-TCP relay ("host:port") in front of a plain Postgres; unset on Neon. */
-  wsProxy: "LEASEHOLD_WS_PROXY",
   /** Which of `config.runners` a runner function is. */
   runner: "LEASEHOLD_RUNNER",
   /** "light": the runner's light variant. */
@@ -39,13 +42,36 @@ export const ENV = {
   wakeRoleArn: "LEASEHOLD_WAKE_ROLE_ARN",
   /** Name prefix of the one-time at() schedules. */
   wakePrefix: "LEASEHOLD_WAKE_PREFIX",
-  /** "1": label each handler's output by its job (what `leasehold dev` shows). */
-  labelOutput: "LEASEHOLD_LABEL_OUTPUT",
   /** Lambda's own: the task root, where the migrate bundle's SQL files are. */
   taskRoot: "LAMBDA_TASK_ROOT",
 } as const;
 
 export type EnvKey = keyof typeof ENV;
+
+/**
+ * The edge Worker's bindings (functions/edge/env.ts reads them, infra/edge.ts
+ * binds them): Workers have no process environment, everything is a binding.
+ * A setting the Worker shares with the functions has the contract's name
+ * (`ENV`), so a rename reaches both; the others are the Worker's own.
+ */
+export const EDGE_ENV = {
+  /** Plain binding (tests, wrangler), else the linked `DatabaseUrl` secret. */
+  databaseUrl: ENV.databaseUrl,
+  /** Postgres schema of the queue tables (infra binds the config's). */
+  schema: ENV.schema,
+  /** The API's bearer token, else the linked `ApiToken` secret; without either the Worker serves no API routes. */
+  apiToken: ENV.apiToken,
+  /** Shared by the edge scheduler and the runner Worker (else the linked `RunnerSecret`): a runner request must carry it. */
+  runnerSecret: "RUNNER_SECRET",
+  /** The runner Worker as a service binding (infra links it under this name)... */
+  runnerService: "EdgeRunner",
+  /** ...or as a URL (`https://.../leasehold/run`). */
+  runnerUrl: "RUNNER_URL",
+  /** The configuration as JSON (infra binds the app's), else the one the Worker was built with. */
+  config: "LEASEHOLD_CONFIG",
+  /** Optional Workers Analytics Engine dataset: one data point per dead job. */
+  metrics: "LEASEHOLD_METRICS",
+} as const;
 export type EnvSource = Record<string, string | undefined>;
 
 /** The runner a runner function is when nothing says which: the config's default runner. */
@@ -61,7 +87,6 @@ const environmentSchema = z.object({
   [ENV.schema]: text,
   [ENV.databaseUrl]: text,
   [ENV.apiToken]: text,
-  [ENV.wsProxy]: text,
   [ENV.runner]: unset(z.string().default(DEFAULT_RUNNER)),
   [ENV.runnerVariant]: unset(z.enum(["light"]).optional()),
   [ENV.runnerFunctions]: unset(
@@ -82,7 +107,6 @@ const environmentSchema = z.object({
   [ENV.rescuerFunction]: text,
   [ENV.wakeRoleArn]: text,
   [ENV.wakePrefix]: unset(z.string().default(DEFAULT_WAKE_PREFIX)),
-  [ENV.labelOutput]: unset(z.literal("1").optional()),
   [ENV.taskRoot]: text,
 });
 

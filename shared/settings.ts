@@ -21,8 +21,6 @@ export interface Settings {
   schema: string;
   databaseUrl: string | undefined;
   apiToken: string | undefined;
-  /** A WebSocket-to-TCP relay ("host:port") in front of a plain Postgres (local runs only). */
-  wsProxy: string | undefined;
 }
 
 export type SecretName = "DatabaseUrl" | "ApiToken";
@@ -48,6 +46,5 @@ export function resolveSettings(sources: SettingSources = {}): Settings {
     schema,
     databaseUrl: pick(sources.given?.databaseUrl, secret("DatabaseUrl"), env[ENV.databaseUrl]),
     apiToken: pick(secret("ApiToken"), env[ENV.apiToken]),
-    wsProxy: pick(env[ENV.wsProxy]),
   };
 }

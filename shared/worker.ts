@@ -1,5 +1,4 @@
 import type { z } from "zod";
-import { DEFAULT_RUNNER_IDLE_MS, DEFAULT_RUNNER_POLL_MS } from "./config.ts";
 import { retryDelayMs } from "./backoff.ts";
 import { enqueue, enqueueClaimed } from "./enqueue.ts";
 import { chosenFlowControl } from "./flow-control.ts";
@@ -10,7 +9,7 @@ import { Completer, type SettleKind } from "./runner/completer.ts";
 import { executeJob } from "./runner/executor.ts";
 import { Linger } from "./runner/linger.ts";
 import { Producer, type Buffered } from "./runner/producer.ts";
-import type { SettleOutcome, WorkerLog, WorkerOptions, WorkerSummary } from "./runner/options.ts";
+import { workerPacing, type SettleOutcome, type WorkerLog, type WorkerOptions, type WorkerSummary } from "./runner/options.ts";
 
 export type { SettledEvent, SettleOutcome, WorkerLog, WorkerOptions, WorkerSummary } from "./runner/options.ts";
 
@@ -45,13 +44,13 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const remainingMs = options.remainingMs ?? (() => Number.POSITIVE_INFINITY);
   const marginMs = options.marginMs ?? 0;
   const maxLeaseMs = () => Math.min(remainingMs() - marginMs, options.maxLeaseMs ?? Number.POSITIVE_INFINITY);
-  // The config's defaults (shared/config.ts), as a deployed runner gets them.
-  const idleMs = options.idleMs ?? DEFAULT_RUNNER_IDLE_MS;
-  const pollMs = options.pollMs ?? DEFAULT_RUNNER_POLL_MS;
+  // The config's defaults (shared/config.ts) where the options say nothing, as a deployed runner gets them.
+  const pacing = workerPacing(options);
+  const { idleMs, pollMs } = pacing;
   // Adaptive: an isolated job's runner leaves after one poll; a stream keeps it (runner/linger.ts).
   // A `Linger` given in remembers the arrivals earlier runs saw (a warm Lambda environment's).
-  const linger = options.linger instanceof Linger ? options.linger : new Linger(clock, { minMs: pollMs, maxMs: idleMs });
-  const lingerMs = () => (options.linger === undefined || options.linger === "fixed" ? idleMs : linger.ms());
+  const linger = pacing.linger instanceof Linger ? pacing.linger : new Linger(clock, { minMs: pollMs, maxMs: idleMs });
+  const lingerMs = () => (pacing.linger === "fixed" ? idleMs : linger.ms());
   const log = options.log ?? silent;
   const summary: WorkerSummary = {
     claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, slept: 0, stale: 0, leftQueued: 0, exit: "idle",
@@ -75,7 +74,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   });
   const producer = new Producer({
     store, clock, queues, runnerId,
-    names: [...registry.keys()], fair: options.fair,
+    names: [...registry.keys()], fair: pacing.fair,
     limited: [...registry.values()].some((type) => type.concurrency !== undefined),
     rated: [...registry.values()].some((type) => type.rateLimit !== undefined),
     until: () => clock.now() + remainingMs() - marginMs,

@@ -5,6 +5,7 @@ import { inject } from "vitest";
 import { generateToken } from "../functions/api/auth.ts";
 import { readApiEnvironment } from "../functions/api/env.ts";
 import { recurring, registry } from "../jobs/index.ts";
+import { useWsRelay } from "../shared/drivers/neon.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 
 /** The Lambda entry itself: env config, Neon per request, the scheduler woken before it returns. */
@@ -66,13 +67,15 @@ describe("the API Lambda entry (Neon driver)", () => {
     url.searchParams.set("application_name", APP_NAME);
     Object.assign(process.env, {
       DATABASE_URL: url.toString(), LEASEHOLD_API_TOKEN: token, LEASEHOLD_SCHEMA: t.schema,
-      LEASEHOLD_WS_PROXY: inject("wsRelay"), LEASEHOLD_SCHEDULER_FUNCTION: "scheduler",
+      LEASEHOLD_SCHEDULER_FUNCTION: "scheduler",
       AWS_ENDPOINT_URL_LAMBDA: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
       AWS_ENDPOINT_URL_SCHEDULER: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
       LEASEHOLD_SCHEDULER_ARN: "arn:aws:lambda:us-east-1:123456789012:function:scheduler",
       LEASEHOLD_WAKE_ROLE_ARN: "arn:aws:iam::123456789012:role/wake",
       AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local",
     });
+    // The test Postgres is a plain one: this process's Neon driver reaches it through the relay.
+    useWsRelay(inject("wsRelay"));
     process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
       stdout.push(String(chunk));
       return write(chunk, ...rest);

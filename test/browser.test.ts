@@ -86,7 +86,7 @@ if ("error" in chromiumFound) {
   const offOrigin: string[] = [];
 
   const work = (runnerId: string) =>
-    runWorker({ store: t, registry, queues: [QUEUE], runnerId, slots: 4, idleMs: 300, pollMs: 20 });
+    runWorker({ linger: "fixed", store: t, registry, queues: [QUEUE], runnerId, slots: 4, idleMs: 300, pollMs: 20 });
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });

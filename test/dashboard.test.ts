@@ -100,7 +100,7 @@ describe("GET /v1/throughput", () => {
   it("counts the attempts a worker ended, by outcome", async () => {
     for (let n = 0; n < 4; n++) await enqueue(t, works, { n });
     for (let n = 0; n < 2; n++) await enqueue(t, breaks, { n });
-    const summary = await runWorker({ store: t, registry, queues: ["tp"], runnerId: "tp-runner", slots: 4, idleMs: 100, pollMs: 20 });
+    const summary = await runWorker({ linger: "fixed", store: t, registry, queues: ["tp"], runnerId: "tp-runner", slots: 4, idleMs: 100, pollMs: 20 });
     expect(summary).toMatchObject({ succeeded: 4, failed: 2 });
     const { body } = await get("/v1/throughput?minutes=2");
     expect([sum(body.buckets, "succeeded"), sum(body.buckets, "failed"), sum(body.buckets, "timeout"), sum(body.buckets, "leaseExpired")])

@@ -26,7 +26,7 @@ function jobTypes(starts: Start[]) {
 
 /** Runs the flow queue's due jobs until nothing has been claimable for `idleMs`. */
 const drain = (t: Store, registry: ReturnType<typeof createRegistry>, idleMs = 3_000) =>
-  runWorker({ store: t, registry, queues: ["flow"], runnerId: "drain", slots: 8, remainingMs: () => 600_000, idleMs, pollMs: 100 });
+  runWorker({ linger: "fixed", store: t, registry, queues: ["flow"], runnerId: "drain", slots: 8, remainingMs: () => 600_000, idleMs, pollMs: 100 });
 
 describe.each(drivers)("debounce and throttle under concurrent enqueues, %s driver", (driver) => {
   const POOLS = 20;
@@ -248,7 +248,7 @@ describe("debounce and throttle, one connection", () => {
       },
     });
     await enqueue(t, parent, {});
-    const summary = await runWorker({ store: t, registry: createRegistry([parent, child]), queues: ["flow"], runnerId: "w", slots: 2, idleMs: 500, pollMs: 50 });
+    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([parent, child]), queues: ["flow"], runnerId: "w", slots: 2, idleMs: 500, pollMs: 50 });
     expect(summary.claimed).toBe(1);
     const { rows } = await t.admin.query<{ n: number; status: string; later: boolean }>(
       `select (payload->>'n')::int as n, status::text, run_at > now() + interval '30 seconds' as later

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import type { Miniflare } from "miniflare";
 import { createRunnerHandler } from "../functions/runner.ts";
 import { enqueueJobs, job } from "../shared/enqueue.ts";
+import { useWsRelay } from "../shared/drivers/neon.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 import { fireCron, startEdge, type OracleHit } from "./support/edge.ts";
 import { edgeJobs } from "./fixtures/edge/jobs.ts";
@@ -33,8 +34,10 @@ describe("a Lambda runner and edge runners on one database", () => {
     }, "node");
     const jobs = await enqueueJobs(db, Array.from({ length: 400 }, (_, n) => job(registry.get("edge.record")!, { n, sleepMs: 5 + (n % 4) * 5 })));
     mf = await startEdge({ schema: db.schema, oracle });
-    // The settings a deployed runner reads from its environment, as the local Lambda runtime sets them.
-    Object.assign(process.env, { DATABASE_URL: databaseUrl(), LEASEHOLD_WS_PROXY: inject("wsRelay"), LEASEHOLD_SCHEMA: db.schema });
+    // The settings a deployed runner reads from its environment, as the local Lambda runtime sets them,
+    // and the relay to the plain test Postgres, as the local functions' prelude applies it.
+    Object.assign(process.env, { DATABASE_URL: databaseUrl(), LEASEHOLD_SCHEMA: db.schema });
+    useWsRelay(inject("wsRelay"));
     const lambdaRunner = createRunnerHandler({
       registry, runner: "runner",
       config: { runners: { runner: { queues: ["default"], slots: 10, idleMs: 500, pollMs: 20, linger: "fixed" } } },

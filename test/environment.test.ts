@@ -1,14 +1,17 @@
 /**
  * The environment contract (shared/environment.ts): one schema of every
- * variable infra writes and the functions read, one default each, and no
- * other `process.env` read in functions/ or shared/.
+ * variable infra writes and the functions read, one default each, no
+ * other `process.env` read in functions/ or shared/, and no local-only
+ * setting (dev/local-env.ts) named there.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_RUNNER_IDLE_MS, DEFAULT_RUNNER_POLL_MS, defineConfig, functionSpecs } from "../shared/config.ts";
-import { DEFAULT_RUNNER, DEFAULT_WAKE_PREFIX, DEPLOYED_ENVIRONMENT, ENV, readEnvironment, writeEnvironment } from "../shared/environment.ts";
+import { defineConfig, functionSpecs } from "../shared/config.ts";
+import { DEFAULT_RUNNER, DEFAULT_WAKE_PREFIX, DEPLOYED_ENVIRONMENT, EDGE_ENV, ENV, readEnvironment, writeEnvironment } from "../shared/environment.ts";
+import { edgeConfig, edgeSchema, edgeSecret, type EdgeEnv } from "../functions/edge/env.ts";
+import { LOCAL_ENV } from "../dev/local-env.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -18,15 +21,21 @@ function sources(dir: string): string[] {
     .map((e) => relative(root, join(e.parentPath, e.name)));
 }
 
-/** Code lines (not comments) that read `process.env`, as `file:line`. */
-function strayReads(files: string[]): string[] {
+/** Code lines (not comments) that match `pattern`, as `file:line`. */
+function codeLines(files: string[], pattern: RegExp): string[] {
   return files.flatMap((file) =>
     readFileSync(join(root, file), "utf8").split("\n").flatMap((line, i) => {
       const code = line.replace(/\/\/.*$/, "").trim();
-      return /process\.env\b/.test(code) && !code.startsWith("*") && !code.startsWith("/*") ? [`${file}:${i + 1}`] : [];
+      return pattern.test(code) && !code.startsWith("*") && !code.startsWith("/*") ? [`${file}:${i + 1}`] : [];
     }),
   );
 }
+
+/** Code lines that read `process.env`. */
+const strayReads = (files: string[]) => codeLines(files, /process\.env\b/);
+
+/** Code lines that name a local-only setting (dev/local-env.ts): by its variable, or through LOCAL_ENV. */
+const LOCAL_ONLY = new RegExp([...Object.values(LOCAL_ENV), "LOCAL_ENV", "local-env"].join("|"));
 
 describe("the environment contract", () => {
   it("no file of functions/ or shared/ reads process.env but shared/environment.ts", () => {
@@ -35,6 +44,14 @@ describe("the environment contract", () => {
     expect(strayReads(files).filter((at) => !at.startsWith("shared/environment.ts:"))).toEqual([]);
     // The grep finds a read where there is one.
     expect(strayReads(["shared/environment.ts"])).toHaveLength(1);
+  });
+
+  it("no file of functions/ or shared/ names a local-only setting, and the contract has none", () => {
+    const contract: string[] = Object.values(ENV);
+    for (const name of Object.values(LOCAL_ENV)) expect(contract, name).not.toContain(name);
+    expect(codeLines([...sources("functions"), ...sources("shared")], LOCAL_ONLY)).toEqual([]);
+    // The grep finds them where they are read: the dev stack's prelude to its local functions.
+    expect(codeLines(["dev/lambda/prelude.ts"], LOCAL_ONLY).length).toBeGreaterThanOrEqual(3);
   });
 
   it("one default each: unset and empty read the same", () => {
@@ -73,12 +90,20 @@ describe("the environment contract", () => {
     expect(specs.find((s) => s.name === "runner")!.environment).toEqual({ LEASEHOLD_RUNNER: "runner" });
   });
 
-  it("the worker's defaults are the config's (poll and idle)", () => {
-    const runner = defineConfig({}).runners.runner!;
-    expect(runner.pollMs).toBe(DEFAULT_RUNNER_POLL_MS);
-    expect(runner.idleMs).toBe(DEFAULT_RUNNER_IDLE_MS);
-    const worker = readFileSync(join(root, "shared/worker.ts"), "utf8");
-    expect(worker).toContain("options.pollMs ?? DEFAULT_RUNNER_POLL_MS");
-    expect(worker).toContain("options.idleMs ?? DEFAULT_RUNNER_IDLE_MS");
+  it("the edge Worker's bindings are named by the contract: the settings it shares with the functions by ENV's names", () => {
+    expect(EDGE_ENV).toMatchObject({ databaseUrl: ENV.databaseUrl, schema: ENV.schema, apiToken: ENV.apiToken });
+    // The Worker reads each setting under that name.
+    const env = {
+      [ENV.databaseUrl]: "postgres://edge/db", [ENV.schema]: "edge_jobs", [ENV.apiToken]: "edge-token", [EDGE_ENV.config]: JSON.stringify({ edge: {} }),
+    } as EdgeEnv;
+    expect(edgeSecret(env, "databaseUrl")).toBe("postgres://edge/db");
+    expect(edgeSecret(env, "apiToken")).toBe("edge-token");
+    expect(edgeSchema(env)).toBe("edge_jobs");
+    expect(edgeConfig(env).edge.runners["edge-runner"]).toBeDefined();
+    // No binding is named anywhere else in the Worker or in what binds it: a rename in EDGE_ENV (or ENV) reaches all.
+    const bindingName = new RegExp(`\\b(${Object.values(EDGE_ENV).join("|")})\\b`);
+    expect(codeLines([...sources("functions/edge"), "infra/edge.ts"], bindingName)).toEqual([]);
+    // The grep finds a binding named by hand where there is one: the example route's own.
+    expect(codeLines(["examples/edge-signup.ts"], bindingName).length).toBeGreaterThan(0);
   });
 });

@@ -96,7 +96,7 @@ describe("a runner's linger and what it leaves behind (pg)", () => {
     // The same with a fixed linger stays its idle time.
     await enqueue(t, quick, {});
     const fixedStart = Date.now();
-    await runWorker({ store: t, registry: createRegistry([quick]), queues: ["linger"], runnerId: "fixed", slots: 4, idleMs: 2_000, pollMs: 50 });
+    await runWorker({ linger: "fixed", store: t, registry: createRegistry([quick]), queues: ["linger"], runnerId: "fixed", slots: 4, idleMs: 2_000, pollMs: 50 });
     expect(Date.now() - fixedStart).toBeGreaterThanOrEqual(2_000);
   });
 
@@ -163,6 +163,7 @@ describe("a runner's linger and what it leaves behind (pg)", () => {
     await enqueue(t, later, {});
     await enqueue(t, soon, {});
     const summary = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([later, soon]), queues: ["linger-retry"], runnerId: "left", slots: 4, idleMs: 300, pollMs: 20,
     });
     // `soon` was retried and succeeded here; `later` waits 10-20 s with no runner.

@@ -8,7 +8,7 @@ import { databaseUrl } from "./support/db.ts";
 const devState = (over: Partial<DevStackState> = {}): DevStackState => ({
   pid: process.pid, apiUrl: "http://127.0.0.1:1", lambdaUrl: "http://127.0.0.1:2", databaseUrl: databaseUrl(), schema: "dev_schema",
   wsProxy: inject("wsRelay"), schedulerFunction: "scheduler",
-  env: { DATABASE_URL: databaseUrl(), LEASEHOLD_SCHEMA: "dev_schema", LEASEHOLD_WS_PROXY: inject("wsRelay"), LEASEHOLD_SCHEDULER_FUNCTION: "scheduler" },
+  env: { DATABASE_URL: databaseUrl(), LEASEHOLD_SCHEMA: "dev_schema", LEASEHOLD_SCHEDULER_FUNCTION: "scheduler" },
   ...over,
 });
 /** SST's `Resource` outside a linked function: any access throws. */
@@ -18,16 +18,16 @@ describe("linkedLeasehold(): the link, else the environment, else the dev stack 
   it("takes the link first, and never a local relay with it", () => {
     const linked = linkedLeasehold({
       resources: { Leasehold: { databaseUrl: "postgres://u:p@neon.example/app", schema: "app_jobs" } as never },
-      env: { DATABASE_URL: "postgres://elsewhere/db", LEASEHOLD_WS_PROXY: "127.0.0.1:9" }, devState: devState(),
+      env: { DATABASE_URL: "postgres://elsewhere/db" }, devState: devState(),
     });
     expect(linked).toMatchObject({ source: "link", databaseUrl: "postgres://u:p@neon.example/app", schema: "app_jobs", wsProxy: undefined });
   });
 
-  it("else the environment, whole: the dev stack's file is not read", () => {
+  it("else the environment, whole: the dev stack's file is not read, and no relay is taken from a variable", () => {
     const linked = linkedLeasehold({
       resources: unlinked as never, env: { DATABASE_URL: "postgres://u:p@127.0.0.1:5/db", LEASEHOLD_SCHEMA: "mine", LEASEHOLD_WS_PROXY: "127.0.0.1:9" }, devState: devState(),
     });
-    expect(linked).toMatchObject({ source: "environment", databaseUrl: "postgres://u:p@127.0.0.1:5/db", schema: "mine", wsProxy: "127.0.0.1:9" });
+    expect(linked).toMatchObject({ source: "environment", databaseUrl: "postgres://u:p@127.0.0.1:5/db", schema: "mine", wsProxy: undefined });
   });
 
   it("else the dev stack's published state: its pool reaches the database through the relay, with the Neon driver", async () => {
@@ -45,6 +45,6 @@ describe("linkedLeasehold(): the link, else the environment, else the dev stack 
   it("with none of them, its pool() says what it reads", () => {
     const linked = linkedLeasehold({ resources: unlinked as never, env: {}, devState: null });
     expect(linked).toMatchObject({ source: "none", databaseUrl: undefined, schema: "leasehold" });
-    expect(() => linked.pool()).toThrow(/no database URL\. It reads the component's link \(Resource\.Leasehold.*DATABASE_URL, LEASEHOLD_SCHEMA, LEASEHOLD_WS_PROXY and LEASEHOLD_SCHEDULER_FUNCTION.*\.dev-data\/stack\.json/);
+    expect(() => linked.pool()).toThrow(/no database URL\. It reads the component's link \(Resource\.Leasehold.*DATABASE_URL, LEASEHOLD_SCHEMA and LEASEHOLD_SCHEDULER_FUNCTION.*\.dev-data\/stack\.json/);
   });
 });

@@ -39,7 +39,7 @@ describe.each(drivers)("job results and waitForJob (%s driver)", (driver) => {
   const huge = defineJob({ name: "huge", queue: "results", schema: z.object({}), handler: () => "x".repeat(2_000) });
   const registry = createRegistry([square, doomed, huge]);
   const worker = (idleMs = 300) =>
-    runWorker({ store: t, registry, queues: ["results"], runnerId: `w-${driver}`, slots: 4, idleMs, pollMs: 20, limits: { maxPayloadBytes: 1_000 } });
+    runWorker({ linger: "fixed", store: t, registry, queues: ["results"], runnerId: `w-${driver}`, slots: 4, idleMs, pollMs: 20, limits: { maxPayloadBytes: 1_000 } });
 
   it("a route that enqueues gets the job's result within 50 ms of its success, woken by a notification", async () => {
     const app = new Hono();

@@ -185,6 +185,7 @@ describe("the rules the mutation audit found unguarded", () => {
     // maxAttempts 1: its only attempt is its last, so its start is recorded first.
     const { id } = await enqueue(t, type, {}, { queue });
     const summary = await runWorker({
+      linger: "fixed",
       store: { db: slowMarks, schema: t.schema }, registry: createRegistry([type]), queues: [queue], runnerId: "w", slots: 2, idleMs: 200, pollMs: 20,
     });
     expect(summary.succeeded).toBe(1);

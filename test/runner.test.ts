@@ -75,7 +75,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     const warnings: string[] = [];
     const log: WorkerLog = { info() {}, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) };
     const registry = createRegistry([work]);
-    const first = await runWorker({ store: { db: pool, schema: t.schema }, registry, queues: [queue], runnerId: "victim", slots: 10, idleMs: 300, pollMs: 20, log });
+    const first = await runWorker({ linger: "fixed", store: { db: pool, schema: t.schema }, registry, queues: [queue], runnerId: "victim", slots: 10, idleMs: 300, pollMs: 20, log });
     killing = false;
     await killer;
     await pool.end();
@@ -86,7 +86,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     // out: the rescuer gives them back uncharged, and a second runner ends it.
     await sleep(3_100);
     await rescueExpiredLeases(t);
-    const second = await runWorker({ store: t, registry, queues: [queue], runnerId: "second", slots: 10, idleMs: 200, pollMs: 20 });
+    const second = await runWorker({ linger: "fixed", store: t, registry, queues: [queue], runnerId: "second", slots: 10, idleMs: 200, pollMs: 20 });
     expect(first.succeeded + second.succeeded).toBe(n);
     const all = await rows(queue);
     expect(all.filter((r) => r.status === "succeeded")).toHaveLength(n);
@@ -110,6 +110,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     await enqueueJobs(t, Array.from({ length: 6 }, () => job(slow, {})));
     // Time runs out as soon as the first handlers are under way.
     const summary = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([slow]), queues: [queue], runnerId: "w", slots: 3, prefetch: 3,
       remainingMs: () => (started === 0 ? 10_000 : 0), idleMs: 1_000, pollMs: 20,
     });
@@ -136,6 +137,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     const { id } = await enqueue(t, victim, {});
     const settled: boolean[] = [];
     const summary = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([victim]), queues: [queue], runnerId: "w", slots: 1, idleMs: 100, pollMs: 20,
       log: { info() {}, warn: (m) => warnings.push(m), error() {} }, onSettled: (e) => settled.push(e.accepted),
     });
@@ -153,7 +155,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
       handler: async ({ k }, ctx) => void seen.push(await ctx.enqueue(self, { k }, { dedupeKey: k })),
     });
     const { id } = await enqueue(t, self, { k: "a" }, { dedupeKey: "a" });
-    const summary = await runWorker({ store: t, registry: createRegistry([self]), queues: [queue], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20 });
+    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([self]), queues: [queue], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20 });
     expect(seen).toEqual([{ id, existing: true }]);
     expect(summary).toMatchObject({ claimed: 1, succeeded: 1 });
     expect(await rows(queue)).toHaveLength(1);
@@ -181,7 +183,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
       await rescueExpiredLeases(t);
     }
     await enqueueJobs(t, Array.from({ length: 6 }, () => job(work, { suspect: false })));
-    const summary = await runWorker({ store: t, registry: createRegistry([work]), queues: [queue], runnerId: "w", slots: 4, idleMs: 200, pollMs: 20 });
+    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([work]), queues: [queue], runnerId: "w", slots: 4, idleMs: 200, pollMs: 20 });
     expect(summary).toMatchObject({ succeeded: 6, failed: 1 });
     expect(besideSuspect).toBe(0);
     const { rows: job1 } = await t.admin.query(`select status::text, suspect, attempts from "${t.schema}".jobs where id = $1`, [id]);
@@ -202,6 +204,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     await enqueue(t, parent, {});
     const deadline = Date.now() + 2_000;
     const summary = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([parent, child, short]), queues: [queue], runnerId: "tight", slots: 2,
       remainingMs: () => deadline - Date.now(), marginMs: 500, idleMs: 100, pollMs: 20,
     });
@@ -245,11 +248,11 @@ describe("runners that leave suspects to others, and runners that run only suspe
     expect((await rescueExpiredLeases(t)).rescued).toBe(3);
     await enqueueJobs(t, Array.from({ length: 5 }, () => job(work, { suspect: false })));
     const registry = createRegistry([work]);
-    const ordinary = await runWorker({ store: t, registry, queues: [queue], runnerId: "ordinary", slots: 4, idleMs: 100, pollMs: 20, suspects: "elsewhere" });
+    const ordinary = await runWorker({ linger: "fixed", store: t, registry, queues: [queue], runnerId: "ordinary", slots: 4, idleMs: 100, pollMs: 20, suspects: "elsewhere" });
     expect(ordinary).toMatchObject({ claimed: 5, succeeded: 5 });
     expect(ran.every((s) => !s)).toBe(true);
     peak = 0;
-    const isolated = await runWorker({ store: t, registry, queues: [queue], runnerId: "isolated", slots: 4, idleMs: 100, pollMs: 20, suspects: "only" });
+    const isolated = await runWorker({ linger: "fixed", store: t, registry, queues: [queue], runnerId: "isolated", slots: 4, idleMs: 100, pollMs: 20, suspects: "only" });
     expect(isolated).toMatchObject({ claimed: 3, succeeded: 3 });
     expect(peak).toBe(1);
     const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".jobs where queue = $1 and status = 'succeeded'`, [queue]);
@@ -291,6 +294,7 @@ describe("the runner whose database goes silent (pg driver)", () => {
     await enqueueJobs(t, Array.from({ length: 8 }, () => job(slow, {})));
     const deadline = Date.now() + 3_000;
     const summary = await runWorker({
+      linger: "fixed",
       store: { db: pool, schema: t.schema }, registry: createRegistry([slow]), queues: [queue], runnerId: "cut-off",
       slots: 2, prefetch: 6, remainingMs: () => deadline - Date.now(), idleMs: 5_000, pollMs: 20,
     });

@@ -32,7 +32,7 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
   afterAll(() => t.drop());
 
   const worker = (types: Parameters<typeof createRegistry>[0], options: { clock?: Clock; idleMs?: number } = {}) =>
-    runWorker({ store: t, registry: createRegistry(types), queues: ["steps"], runnerId: `w-${driver}`, slots: 2, pollMs: 20, idleMs: 200, ...options });
+    runWorker({ linger: "fixed", store: t, registry: createRegistry(types), queues: ["steps"], runnerId: `w-${driver}`, slots: 2, pollMs: 20, idleMs: 200, ...options });
   const stepRows = async (id: string) =>
     (await t.admin.query<{ seq: number; name: string; attempt: number; result: unknown }>(
       `select seq, name, attempt, result from "${t.schema}".job_steps where job_id = $1 order by seq`, [id],
@@ -84,7 +84,7 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
       },
     });
     const { id } = await enqueue(t, three, {});
-    await runWorker({ store: { db: counting, schema: t.schema }, registry: createRegistry([three]), queues: ["steps"], runnerId: `w-${driver}`, slots: 2, pollMs: 20, idleMs: 200 });
+    await runWorker({ linger: "fixed", store: { db: counting, schema: t.schema }, registry: createRegistry([three]), queues: ["steps"], runnerId: `w-${driver}`, slots: 2, pollMs: 20, idleMs: 200 });
     expect(await getJob(t, id)).toMatchObject({ status: "succeeded", result: 3 });
     expect(await stepRows(id)).toMatchObject([{ name: "a" }, { name: "b" }, { name: "c" }]);
     const writes = texts.filter((q) => q.includes("job_steps as k"));

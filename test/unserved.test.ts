@@ -72,6 +72,7 @@ describe("unserved jobs", () => {
     const long = await insert("noop", "leases", 10_000);
     await insert("noop", "leases", 1_000);
     const summary = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([noop]), queues: ["leases"], runnerId: "r", slots: 2,
       remainingMs: () => 600_000, maxLeaseMs: 5_000, idleMs: 50, pollMs: 10,
     });

@@ -56,7 +56,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     let queries = 0;
     const counting: Queryable = { query: (text, values) => (queries++, t.db.query(text, values)) };
     const store = { db: counting, schema: t.schema };
-    const summary = await runWorker({ store, registry: createRegistry([counted]), queues: ["drain"], runnerId: "w1", slots: 20, idleMs: 100 });
+    const summary = await runWorker({ linger: "fixed", store, registry: createRegistry([counted]), queues: ["drain"], runnerId: "w1", slots: 20, idleMs: 100 });
     expect(summary).toMatchObject({ claimed: 1_000, succeeded: 1_000, failed: 0, stale: 0 });
     expect(runs.size).toBe(1_000);
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
@@ -84,7 +84,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     const { id } = await enqueue(t, failing, {});
     const log: string[] = [];
     const logger: WorkerLog = { info: (m) => log.push(m), warn: (m) => log.push(m), error: (m) => log.push(m) };
-    const summary = await runWorker({ store: t, registry: createRegistry([failing]), queues: ["fail"], runnerId: "w", slots: 2, idleMs: 300, pollMs: 20, log: logger });
+    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([failing]), queues: ["fail"], runnerId: "w", slots: 2, idleMs: 300, pollMs: 20, log: logger });
     expect(starts).toBe(3);
     expect(summary).toMatchObject({ claimed: 3, failed: 3, succeeded: 0 });
     const attempts = await attemptsOf("fail");
@@ -111,7 +111,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     await expireLeases("numbered");
     expect(await rescueExpiredLeases(t)).toMatchObject({ refunded: 1 });
     // A long idle: the retry of run 2 is claimed by this same runner however loaded the machine.
-    await runWorker({ store: t, registry: createRegistry([numbered]), queues: ["numbered"], runnerId: "w", slots: 1, idleMs: 3_000 });
+    await runWorker({ linger: "fixed", store: t, registry: createRegistry([numbered]), queues: ["numbered"], runnerId: "w", slots: 1, idleMs: 3_000 });
     // Run 2 is charged as attempt 1 (with the owed one: 2 charged after it), run 3 as attempt 3.
     expect(seen).toEqual([[1, 2], [3, 3]]);
     expect((await attemptsOf("numbered")).map((a) => [a.attempt, a.outcome])).toEqual([[1, "released"], [2, "failed"], [3, "succeeded"]]);
@@ -134,7 +134,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
       },
     });
     await enqueue(t, stubborn, { ignoreSignal: true });
-    const summary = await runWorker({ store: t, registry: createRegistry([stubborn]), queues: ["timeout"], runnerId: "w", slots: 2, idleMs: 600, pollMs: 20 });
+    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([stubborn]), queues: ["timeout"], runnerId: "w", slots: 2, idleMs: 600, pollMs: 20 });
     await sleep(300); // let the ignored handler finish late
     expect(aborted).toBe(2);
     expect(summary).toMatchObject({ timedOut: 2, succeeded: 0 });
@@ -159,7 +159,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
       query: (text, values) => ((claims += text.includes("skip locked") ? 1 : 0), t.db.query(text, values)),
     };
     // A 5 s poll: only a wake-up or a hand-off can make the chain quick.
-    const summary = await runWorker({ store: { db: counting, schema: t.schema }, registry: createRegistry([step]), queues: ["chain"], runnerId: "chain-runner", slots: 4, idleMs: 200, pollMs: 5_000 });
+    const summary = await runWorker({ linger: "fixed", store: { db: counting, schema: t.schema }, registry: createRegistry([step]), queues: ["chain"], runnerId: "chain-runner", slots: 4, idleMs: 200, pollMs: 5_000 });
     expect(summary.succeeded).toBe(20);
     // The queue is drained after the first step: each follow-up is handed to
     // this runner already claimed, with no claim round trip of its own.
@@ -182,6 +182,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     const { id } = await enqueue(t, sender, {});
     const serving = new Map([["sending", 60_000]]);
     const summary = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([sender, stray]), queues: ["sending"], runnerId: "w", slots: 1, idleMs: 100, pollMs: 20,
       limits: { serving },
     });
@@ -207,6 +208,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     // watchdog counts loop turns instead: past a million it stops the runner.
     let turns = 0;
     const outcome = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([parent, child]), queues: ["fanout"], runnerId: "w", slots: 2, prefetch: 2,
       idleMs: 200, pollMs: 20, remainingMs: () => (++turns > 1_000_000 ? 0 : Number.POSITIVE_INFINITY),
     });
@@ -236,7 +238,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     await expireLeases("iso");
     expect((await rescueExpiredLeases(t)).rescued).toBe(1);
     await enqueueJobs(t, Array.from({ length: 8 }, () => job(work, { suspect: false })));
-    const summary = await runWorker({ store: t, registry: createRegistry([work]), queues: ["iso"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 20 });
+    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([work]), queues: ["iso"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 20 });
     expect(summary.succeeded).toBe(9);
     expect(besideSuspect).toBe(0);
     const { rows } = await t.admin.query(`select suspect, status::text from "${t.schema}".jobs where id = $1`, [id]);
@@ -269,6 +271,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
       },
     } as Queryable;
     const summary = await runWorker({
+      linger: "fixed",
       store: { db: watching, schema: t.schema }, registry: createRegistry([work]), queues: ["told"], runnerId: "w", slots: 4, idleMs: 200, pollMs: 20,
     });
     expect(summary.succeeded).toBe(31);
@@ -283,6 +286,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     await enqueue(t, long, {});
     const deadline = Date.now() + 10_000;
     const summary = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([long]), queues: ["tight"], runnerId: "w", slots: 1,
       remainingMs: () => deadline - Date.now(), idleMs: 100, pollMs: 20,
     });
@@ -295,6 +299,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     await enqueueJobs(t, Array.from({ length: 10 }, () => job(slow, {})));
     const deadline = Date.now() + 1_500;
     const summary = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([slow]), queues: ["release"], runnerId: "w", slots: 1, prefetch: 9,
       remainingMs: () => deadline - Date.now(), idleMs: 100, pollMs: 20,
     });
@@ -328,6 +333,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     });
     await enqueueJobs(t, Array.from({ length: 3 }, () => job(waited, {})));
     const summary = await runWorker({
+      linger: "fixed",
       store: t, registry: createRegistry([waited]), queues: ["renew"], runnerId: "w", slots: 1, prefetch: 2, idleMs: 100, pollMs: 20,
     });
     expect(summary).toMatchObject({ claimed: 3, succeeded: 3, released: 0, stale: 0 });
@@ -349,7 +355,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
         await sleep(20);
       }
     })();
-    const summary = await runWorker({ store: t, registry: createRegistry([slow]), queues: ["hold"], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20 });
+    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([slow]), queues: ["hold"], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20 });
     sampling = false;
     await sampler;
     expect(summary.succeeded).toBe(10);
@@ -361,7 +367,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
 
   it("exits after its idle period when there is nothing to claim", async () => {
     const started = Date.now();
-    const summary = await runWorker({ store: t, registry: createRegistry([]), queues: ["empty"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 50 });
+    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([]), queues: ["empty"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 50 });
     expect(summary.claimed).toBe(0);
     const took = Date.now() - started;
     expect(took).toBeGreaterThanOrEqual(300);

@@ -18,6 +18,7 @@ import { startLambdaRuntime, type LambdaRuntime } from "../../dev/lambda/runtime
 import type { FunctionStats, InflightInvocation } from "../../dev/lambda/pool.ts";
 import { scheduledEvent } from "../../dev/lambda/schedule.ts";
 import { LOCAL_REGION } from "../../dev/lambda/lambda-env.ts";
+import { LOCAL_ENV } from "../../dev/local-env.ts";
 import { startWsRelay } from "../../dev/ws-relay.ts";
 import { createSchedulerWaker } from "../../functions/waker.ts";
 import { defineConfig, runnerFunctions, type Config, type configSchema } from "../../shared/config.ts";
@@ -139,7 +140,7 @@ export async function startScenarioStack(options: ScenarioStackOptions): Promise
       env: {
         DATABASE_URL: options.databaseUrl,
         LEASEHOLD_SCHEMA: schema,
-        LEASEHOLD_WS_PROXY: wsRelay,
+        [LOCAL_ENV.wsProxy]: wsRelay,
         POWERTOOLS_LOG_LEVEL: "WARN",
         NODE_NO_WARNINGS: "1",
       },

@@ -20,8 +20,6 @@ export interface ApiEnvironment {
   schema: string;
   /** Function to invoke after an enqueue; unset: no wake-ups (the cron still runs). */
   schedulerFunction?: string;
-  /** WebSocket-to-TCP relay ("host:port") for a plain Postgres; unset on Neon. */
-  wsProxy?: string;
 }
 
 const envSchema = z.object({
@@ -31,7 +29,6 @@ const envSchema = z.object({
     .min(MIN_TOKEN_LENGTH, `the API token must be at least ${MIN_TOKEN_LENGTH} characters`),
   schema: z.string().regex(SCHEMA_NAME, "LEASEHOLD_SCHEMA must be a plain identifier"),
   schedulerFunction: z.string().min(1).optional(),
-  wsProxy: z.string().min(1).optional(),
 });
 
 /** Reads and checks the configuration; the error names what is missing, never a value. */
@@ -46,7 +43,6 @@ export function readApiEnvironment(
     apiToken: settings.apiToken,
     schema: settings.schema,
     schedulerFunction: readEnvironment(env).schedulerFunction,
-    wsProxy: settings.wsProxy,
   });
   if (!parsed.success) {
     throw new Error(`API configuration: ${parsed.error.issues.map((i) => i.message).join("; ")}`);

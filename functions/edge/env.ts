@@ -3,34 +3,26 @@ import { resolveSettings } from "../../shared/settings.ts";
 import { deathFields, type DeadJob } from "../../shared/deaths.ts";
 import type { Pool } from "../../shared/db.ts";
 import { createNeonPool } from "../../shared/drivers/neon.ts";
+import { EDGE_ENV, ENV } from "../../shared/environment.ts";
 import type { WorkerLog } from "../../shared/worker.ts";
 
 /**
  * What the edge Worker gets from its bindings (set in infra/edge.ts; in tests,
- * by miniflare). Workers have no process environment: everything is here.
+ * by miniflare), each named by the contract (`EDGE_ENV`, shared/environment.ts).
+ * Workers have no process environment: everything is here. Secrets are plain
+ * bindings (tests, wrangler) or linked SST secrets, which SST binds as
+ * `SST_RESOURCE_<Name>` JSON (`DatabaseUrl`, `RunnerSecret`, `ApiToken`):
+ * read them with `edgeSecret`.
  */
 export interface EdgeEnv {
-  /**
-   * Secrets: plain bindings (tests, wrangler), or linked SST secrets, which
-   * SST binds as `SST_RESOURCE_<Name>` JSON (`DatabaseUrl`, `RunnerSecret`,
-   * `ApiToken`): read them with `edgeSecret`.
-   */
-  DATABASE_URL?: string;
-  /** Shared by the scheduler and the runner Worker: a runner request must carry it. */
-  RUNNER_SECRET?: string;
-  /** The API's bearer token; without it the Worker serves no API routes. */
-  API_TOKEN?: string;
-  /** The runner Worker as a service binding (infra links it under this name)... */
-  EdgeRunner?: { fetch(input: RequestInfo, init?: RequestInit): Promise<Response> };
-  /** ...or as a URL (`https://.../leasehold/run`). */
-  RUNNER_URL?: string;
-  LEASEHOLD_SCHEMA?: string;
-  /** The configuration as JSON (infra binds the app's; tests their own), else the one the Worker was built with. */
-  LEASEHOLD_CONFIG?: string;
-  /** Local development and tests only: a WebSocket-to-TCP relay ("host:port") in front of a plain Postgres. */
-  LEASEHOLD_WS_PROXY?: string;
-  /** Optional Workers Analytics Engine dataset: one data point per dead job. */
-  LEASEHOLD_METRICS?: { writeDataPoint(point: { blobs?: string[]; doubles?: number[]; indexes?: string[] }): void };
+  [EDGE_ENV.databaseUrl]?: string;
+  [EDGE_ENV.runnerSecret]?: string;
+  [EDGE_ENV.apiToken]?: string;
+  [EDGE_ENV.runnerService]?: { fetch(input: RequestInfo, init?: RequestInit): Promise<Response> };
+  [EDGE_ENV.runnerUrl]?: string;
+  [EDGE_ENV.schema]?: string;
+  [EDGE_ENV.config]?: string;
+  [EDGE_ENV.metrics]?: { writeDataPoint(point: { blobs?: string[]; doubles?: number[]; indexes?: string[] }): void };
 }
 
 /** Keeps work alive after the response (Workers' ExecutionContext). */
@@ -38,13 +30,14 @@ export interface WaitUntil {
   waitUntil(promise: Promise<unknown>): void;
 }
 
-const LINKED = { DATABASE_URL: "DatabaseUrl", RUNNER_SECRET: "RunnerSecret", API_TOKEN: "ApiToken" } as const;
+/** The secrets, by their key in `EDGE_ENV`, and the SST secret each is linked as. */
+const LINKED = { databaseUrl: "DatabaseUrl", runnerSecret: "RunnerSecret", apiToken: "ApiToken" } as const;
 
 /** A secret from its plain binding, else from the SST link SST made for it. */
-export function edgeSecret(env: EdgeEnv, name: keyof typeof LINKED): string | undefined {
-  const plain = env[name];
+export function edgeSecret(env: EdgeEnv, key: keyof typeof LINKED): string | undefined {
+  const plain = env[EDGE_ENV[key]];
   if (plain) return plain;
-  const linked = (env as unknown as Record<string, unknown>)[`SST_RESOURCE_${LINKED[name]}`];
+  const linked = (env as unknown as Record<string, unknown>)[`SST_RESOURCE_${LINKED[key]}`];
   if (typeof linked !== "string") return undefined;
   try {
     const value = (JSON.parse(linked) as { value?: unknown }).value;
@@ -55,21 +48,22 @@ export function edgeSecret(env: EdgeEnv, name: keyof typeof LINKED): string | un
 }
 
 export function edgeConfig(env: EdgeEnv, built?: ConfigInput | Config): { config: Config; edge: EdgeConfig } {
-  const config = defineConfig(env.LEASEHOLD_CONFIG ? JSON.parse(env.LEASEHOLD_CONFIG) : ((built ?? {}) as ConfigInput));
+  const json = env[EDGE_ENV.config];
+  const config = defineConfig(json ? JSON.parse(json) : ((built ?? {}) as ConfigInput));
   if (!config.edge) throw new Error("config.edge is not set: this deployment runs no edge consumer");
   return { config, edge: config.edge };
 }
 
 /** The schema, resolved as everywhere (shared/settings.ts): the binding, else the config's. */
 export function edgeSchema(env: EdgeEnv, config?: { schema: string }): string {
-  return resolveSettings({ env: { LEASEHOLD_SCHEMA: env.LEASEHOLD_SCHEMA }, config }).schema;
+  return resolveSettings({ env: { [ENV.schema]: env[EDGE_ENV.schema] }, config }).schema;
 }
 
 /** A Neon pool over WebSocket for one invocation; end it before the invocation ends. */
 export function openEdgePool(env: EdgeEnv, max: number): Pool {
-  const url = edgeSecret(env, "DATABASE_URL");
-  if (!url) throw new Error("no database URL: link the DatabaseUrl secret or bind DATABASE_URL");
-  return createNeonPool(url, { max, wsProxy: env.LEASEHOLD_WS_PROXY });
+  const url = edgeSecret(env, "databaseUrl");
+  if (!url) throw new Error(`no database URL: link the DatabaseUrl secret or bind ${EDGE_ENV.databaseUrl}`);
+  return createNeonPool(url, { max });
 }
 
 /**
@@ -98,7 +92,7 @@ export function edgeReportDeaths(env: EdgeEnv): (deaths: DeadJob[]) => void {
   return (deaths) => {
     for (const d of deaths) {
       edgeLog.error("job dead", deathFields(d));
-      env.LEASEHOLD_METRICS?.writeDataPoint({ blobs: ["job dead", d.queue, d.name], doubles: [1], indexes: [d.queue] });
+      env[EDGE_ENV.metrics]?.writeDataPoint({ blobs: ["job dead", d.queue, d.name], doubles: [1], indexes: [d.queue] });
     }
   };
 }

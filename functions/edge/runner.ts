@@ -1,6 +1,7 @@
 import { closePool } from "../../shared/db.ts";
 import { z } from "zod";
 import { RUNNER_MARGIN_MS } from "../../shared/config.ts";
+import { EDGE_ENV } from "../../shared/environment.ts";
 import type { Registry } from "../../shared/job.ts";
 import { servingRules } from "../../shared/serving.ts";
 import { runSession } from "../../shared/session.ts";
@@ -35,7 +36,7 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
   const startedAt = Date.now();
   // Compared in constant time, even when missing, so timing tells nothing.
   const given = request.headers.get(SECRET_HEADER) ?? "";
-  const secret = edgeSecret(env, "RUNNER_SECRET");
+  const secret = edgeSecret(env, "runnerSecret");
   if (!secret || !(await tokenMatches(secret, given)) || !given) {
     return Response.json({ error: "unauthorized" }, { status: 401 });
   }
@@ -93,15 +94,13 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
 export async function startEdgeRunner(env: EdgeEnv, runner: string, invocationId: string): Promise<{ finished: Promise<string> }> {
   const init: RequestInit = {
     method: "POST",
-    headers: { [SECRET_HEADER]: edgeSecret(env, "RUNNER_SECRET") ?? "", "content-type": "application/json" },
+    headers: { [SECRET_HEADER]: edgeSecret(env, "runnerSecret") ?? "", "content-type": "application/json" },
     body: JSON.stringify({ runner, invocationId }),
   };
-  const response = env.EdgeRunner
-    ? await env.EdgeRunner.fetch(`https://runner${RUN_PATH}`, init)
-    : env.RUNNER_URL
-      ? await fetch(env.RUNNER_URL, init)
-      : null;
-  if (!response) throw new Error("neither the EdgeRunner binding nor RUNNER_URL is set");
+  const service = env[EDGE_ENV.runnerService];
+  const url = env[EDGE_ENV.runnerUrl];
+  const response = service ? await service.fetch(`https://runner${RUN_PATH}`, init) : url ? await fetch(url, init) : null;
+  if (!response) throw new Error(`neither the ${EDGE_ENV.runnerService} binding nor ${EDGE_ENV.runnerUrl} is set`);
   if (!response.ok) throw new Error(`runner answered ${response.status}: ${await response.text()}`);
   return { finished: response.text() };
 }

@@ -25,7 +25,7 @@ export function createEdgeWorker(options: { registry: Registry }) {
   return {
     async fetch(request: Request, env: EdgeEnv, ctx: WaitUntil): Promise<Response> {
       if (new URL(request.url).pathname === RUN_PATH) return handleRun(request, env, ctx, registry);
-      const token = edgeSecret(env, "API_TOKEN");
+      const token = edgeSecret(env, "apiToken");
       if (!token) return Response.json({ error: "not found" }, { status: 404 });
       const { config } = edgeConfig(env);
       // The app opens a pool per request and ends it before answering.

@@ -8,7 +8,7 @@ export interface NeonOptions extends Partial<ConnectionTimeouts> {
   onIdleError?: (err: Error) => void;
   /**
    * A WebSocket-to-TCP relay to reach a plain Postgres (local dev and tests):
-   * "host:port". Unset in production, where Neon's own proxy is used.
+   * "host:port", as `useWsRelay`. Unset in production, where Neon's own proxy is used.
    */
   wsProxy?: string;
   /** WebSocket constructor for runtimes without a global one (Node 20). */
@@ -25,13 +25,22 @@ export function createNeonPool(connectionString: string, options: NeonOptions = 
   if (options.webSocketConstructor) {
     neonConfig.webSocketConstructor = options.webSocketConstructor as typeof neonConfig.webSocketConstructor;
   }
-  if (options.wsProxy) {
-    const relay = options.wsProxy;
-    neonConfig.wsProxy = (host, port) => `${relay}/v2?address=${host}:${port}`;
-    neonConfig.useSecureWebSocket = false;
-    neonConfig.pipelineConnect = false;
-    neonConfig.pipelineTLS = false;
-  }
+  if (options.wsProxy) useWsRelay(options.wsProxy);
   const pool = new NeonPool({ connectionString, max: options.max ?? 10, ...poolTimeouts(options) });
   return survivingIdleErrors(pool, options.onIdleError) as unknown as Pool;
+}
+
+/**
+ * Every Neon connection this module opens from now on goes through a
+ * WebSocket-to-TCP relay ("host:port") to a plain Postgres, over plain
+ * WebSocket, with no pipelining. Local runs and tests only: the dev stack
+ * calls it in its local functions (dev/lambda/prelude.ts) and bundles it
+ * into its edge Worker (dev/edge-bundle.ts); no deployed code does, and no
+ * setting of the deployed environment asks for it.
+ */
+export function useWsRelay(relay: string): void {
+  neonConfig.wsProxy = (host, port) => `${relay}/v2?address=${host}:${port}`;
+  neonConfig.useSecureWebSocket = false;
+  neonConfig.pipelineConnect = false;
+  neonConfig.pipelineTLS = false;
 }

@@ -1,10 +1,11 @@
+import { RUNNER_DEFAULTS } from "../config.ts";
 import type { Store } from "../db.ts";
 import type { EnqueueLimits } from "../validate.ts";
 import type { Registry } from "../job.ts";
 import type { Clock } from "./clock.ts";
 import type { Linger } from "./linger.ts";
 
-/** What `runWorker` takes, tells and returns (shared/worker.ts). */
+/** What `runWorker` takes, tells and returns (shared/worker.ts), and the defaults it takes from the config. */
 
 export interface WorkerLog {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -32,18 +33,22 @@ export interface WorkerOptions {
   marginMs?: number;
   /** The longest lease it takes, however much time remains (its config's `maxLeaseMs`); default: no limit. */
   maxLeaseMs?: number;
-  /** Default: share each claim between the groups with ready jobs; false: priority order only. */
+  /** Default (the config's): share each claim between the groups with ready jobs; false: priority order only. */
   fair?: boolean;
-  /** Exit after this long with nothing to claim and nothing running (with `linger: "adaptive"`, at most this long). */
+  /**
+   * Exit after this long with nothing to claim and nothing running (with
+   * `linger: "adaptive"`, at most this long). Default: the config's.
+   */
   idleMs?: number;
   /**
-   * `fixed` (default): linger `idleMs`. `adaptive`: linger only as long as the
+   * `adaptive` (default, as in the config): linger only as long as the
    * arrivals seen make another likely, one poll for an isolated job
-   * (shared/runner/linger.ts). A `Linger` instance: adaptive, with the
-   * arrivals earlier runs saw too (one kept per warm environment).
+   * (shared/runner/linger.ts). `fixed`: linger `idleMs`. A `Linger`
+   * instance: adaptive, with the arrivals earlier runs saw too (one kept per
+   * warm environment).
    */
   linger?: "fixed" | "adaptive" | Linger;
-  /** Wait between claims that found nothing; default: the config's (`DEFAULT_RUNNER_POLL_MS`). */
+  /** Wait between claims that found nothing; default: the config's. */
   pollMs?: number;
   /** Stay (claiming every `pollMs`) at least until this time on `clock`: started ahead of a due job. */
   waitUntil?: number;
@@ -68,6 +73,23 @@ export interface WorkerOptions {
   /** Called with the ids of jobs that ended `dead` here (failed, timed out, or failed for good). */
   onDead?: (ids: string[]) => void;
   clock?: Clock;
+}
+
+/** The options `runWorker` paces itself by, with the config's defaults (shared/config.ts) where one is not given. */
+export type WorkerPacing = Required<Pick<WorkerOptions, "idleMs" | "pollMs" | "linger" | "fair">>;
+
+/**
+ * What `runWorker` runs with where `options` say nothing: the config's
+ * runner defaults (`RUNNER_DEFAULTS`), so a worker started without them
+ * behaves as a deployed runner with a bare config does.
+ */
+export function workerPacing(options: Partial<WorkerPacing>): WorkerPacing {
+  return {
+    idleMs: options.idleMs ?? RUNNER_DEFAULTS.idleMs,
+    pollMs: options.pollMs ?? RUNNER_DEFAULTS.pollMs,
+    linger: options.linger ?? RUNNER_DEFAULTS.linger,
+    fair: options.fair ?? RUNNER_DEFAULTS.fair,
+  };
 }
 
 export type SettleOutcome = "succeeded" | "failed" | "timeout" | "released" | "slept";

@@ -2,6 +2,7 @@ import { bundleEdgeWorker } from "../../dev/edge-bundle.ts";
 import { Miniflare, kCurrentWorker, type Request as MfRequest } from "miniflare";
 import { inject } from "vitest";
 import { databaseUrl } from "./db.ts";
+import { EDGE_ENV } from "../../shared/environment.ts";
 
 /**
  * The edge Worker in the real workerd runtime: bundled with esbuild for a
@@ -11,10 +12,11 @@ import { databaseUrl } from "./db.ts";
  */
 const bundles = new Map<string, Promise<string>>();
 
+/** The Worker bundled with the test relay built in: the deployed Worker has no binding for one. */
 export function bundleWorker(entry = "test/fixtures/edge/worker.ts"): Promise<string> {
   let bundle = bundles.get(entry);
   if (!bundle) {
-    bundle = bundleEdgeWorker(entry);
+    bundle = bundleEdgeWorker(entry, { wsProxy: inject("wsRelay") });
     bundles.set(entry, bundle);
   }
   return bundle;
@@ -71,16 +73,16 @@ export async function startEdge(o: EdgeOptions): Promise<Miniflare> {
         logs.push({ message });
       }
     },
+    // Named as the Worker reads them, and as infra binds them (EDGE_ENV).
     bindings: {
-      DATABASE_URL: databaseUrl(),
-      LEASEHOLD_WS_PROXY: inject("wsRelay"),
-      LEASEHOLD_SCHEMA: o.schema,
-      LEASEHOLD_CONFIG: JSON.stringify(o.config ?? edgeTestConfig()),
-      RUNNER_SECRET: o.secret ?? RUNNER_SECRET,
-      API_TOKEN,
+      [EDGE_ENV.databaseUrl]: databaseUrl(),
+      [EDGE_ENV.schema]: o.schema,
+      [EDGE_ENV.config]: JSON.stringify(o.config ?? edgeTestConfig()),
+      [EDGE_ENV.runnerSecret]: o.secret ?? RUNNER_SECRET,
+      [EDGE_ENV.apiToken]: API_TOKEN,
     },
     serviceBindings: {
-      EdgeRunner: kCurrentWorker,
+      [EDGE_ENV.runnerService]: kCurrentWorker,
       ORACLE: async (request: MfRequest) => {
         const url = new URL(request.url);
         const q = url.searchParams;

@@ -89,6 +89,7 @@ export async function runShape(store: Store, queue: string, s: Shape, o: { fair:
   const backlog = backlogFor(s);
   const bigIds = (await enqueueJobs(store, Array.from({ length: backlog }, () => job(type, { tenant: "big" }, { group: "big" })))).map((j) => j.id);
   const workers = Array.from({ length: s.runners }, (_, r) => runWorker({
+    linger: "fixed",
     store, registry: createRegistry([type]), queues: [queue], runnerId: `${queue}-${r}`, slots: s.slots, prefetch: s.prefetch,
     idleMs: 300, pollMs: 10, fair: o.fair,
   }));

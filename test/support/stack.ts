@@ -6,6 +6,7 @@ import { localFunctions } from "../../dev/functions.ts";
 import type { z } from "zod";
 import { configSchema } from "../../shared/config.ts";
 import { startLambdaRuntime, type LambdaRuntime, type LambdaRuntimeOptions } from "../../dev/lambda/runtime.ts";
+import { LOCAL_ENV } from "../../dev/local-env.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./db.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -45,7 +46,7 @@ export async function startStack(
     env: {
       DATABASE_URL: url,
       LEASEHOLD_SCHEMA: t.schema,
-      LEASEHOLD_WS_PROXY: inject("wsRelay"),
+      [LOCAL_ENV.wsProxy]: inject("wsRelay"),
       POWERTOOLS_LOG_LEVEL: process.env.LOG_LEVEL ?? "WARN",
       ...extraEnv,
     },
