@@ -166,6 +166,29 @@ describe("the leasehold CLI", () => {
     expect(await countJobs()).toBe(before);
   });
 
+  it("takes a job's own rate limit key with --rate-key (and --rate-limit, --rate-period), refused for a type without a rate limit", async () => {
+    const zod = pathToFileURL(createRequire(import.meta.url).resolve("zod")).href;
+    const core = new URL("../shared/job.ts", import.meta.url).href;
+    writeFileSync(join(tmp, "rated-jobs.ts"), `import { z } from ${JSON.stringify(zod)};
+import { createRegistry, defineJob } from ${JSON.stringify(core)};
+export const registry = createRegistry([
+  defineJob({ name: "partner.call", schema: z.object({}), handler: () => {}, rateLimit: { limit: 5, periodMs: 1000 } }),
+  defineJob({ name: "plain.call", schema: z.object({}), handler: () => {} }),
+]);\n`);
+    const before = await countJobs();
+    const [plainRefused, noKey] = await Promise.all([
+      cli(["enqueue", "plain.call", "{}", "--jobs", "rated-jobs.ts", "--rate-key", "acct-1"], { cwd: tmp }),
+      cli(["enqueue", "partner.call", "{}", "--jobs", "rated-jobs.ts", "--rate-limit", "2"], { cwd: tmp }),
+    ]);
+    expect(plainRefused).toMatchObject({ code: 2, stderr: expect.stringContaining("--rate-key: job type plain.call declares no rateLimit") });
+    expect(noKey).toMatchObject({ code: 2, stderr: expect.stringContaining("--rate-limit needs --rate-key") });
+    expect(await countJobs()).toBe(before);
+    const ok = await cli(["enqueue", "partner.call", "{}", "--jobs", "rated-jobs.ts", "--rate-key", "acct-1", "--rate-limit", "2", "--rate-period", "1m", "--json"], { cwd: tmp });
+    expect(ok.code).toBe(0);
+    const { rows } = await t.admin.query(`select rate_key, rate_limit, rate_period_ms from "${t.schema}".jobs where id = $1`, [ok.json.id]);
+    expect(rows).toEqual([{ rate_key: "acct-1", rate_limit: 2, rate_period_ms: 60_000 }]);
+  });
+
   it("wakes the scheduler after an enqueue commits, with an asynchronous Invoke, and not for a pending duplicate", async () => {
     const invokes: { path: string; type: unknown; body: string }[] = [];
     const server = createServer((req, res) => {

@@ -2,6 +2,7 @@ import { getJob } from "../../shared/admin.ts";
 import { enqueue } from "../../shared/enqueue.ts";
 import { ValidationError } from "../../shared/errors.ts";
 import type { EnqueueOptions } from "../../shared/job.ts";
+import { MAX_RATE_LIMIT } from "../../shared/rate-limit.ts";
 import { servingRules } from "../../shared/serving.ts";
 import { expectPositionals, parseDurationMs, parseInteger } from "../args.ts";
 import { option, type Command, type Values } from "../command.ts";
@@ -13,6 +14,7 @@ const FLAGS: Record<string, string> = {
   queue: "--queue", delayMs: "--delay", priority: "--priority", maxAttempts: "--max-attempts", dedupeKey: "--dedupe-key", group: "--group",
   debounce: "--debounce", "debounce.key": "--debounce", "debounce.periodMs": "--debounce-period", "debounce.maxWaitMs": "--debounce-max-wait",
   throttle: "--throttle", "throttle.key": "--throttle", "throttle.periodMs": "--throttle-period",
+  rateLimit: "--rate-key", "rateLimit.key": "--rate-key", "rateLimit.limit": "--rate-limit", "rateLimit.periodMs": "--rate-period",
 };
 
 /** The flag an issue's path names: the whole path (`debounce.periodMs`), else its first field. */
@@ -62,6 +64,16 @@ function enqueueOptions(values: Values): EnqueueOptions {
   }
   const throttleKey = keyed(values, "throttle", [{ name: "throttle-period", required: true }]);
   if (throttleKey !== undefined) options.throttle = { key: throttleKey, periodMs: parseDurationMs("throttle-period", option(values, "throttle-period")!) };
+  const rateKey = keyed(values, "rate-key", [{ name: "rate-limit", required: false }, { name: "rate-period", required: false }]);
+  if (rateKey !== undefined) {
+    const limit = option(values, "rate-limit");
+    const period = option(values, "rate-period");
+    options.rateLimit = {
+      key: rateKey,
+      ...(limit !== undefined && { limit: parseInteger("rate-limit", limit, 1, MAX_RATE_LIMIT) }),
+      ...(period !== undefined && { periodMs: parseDurationMs("rate-period", period) }),
+    };
+  }
   return options;
 }
 
@@ -92,6 +104,10 @@ Options:
   --throttle <k>         keep the first job of this type with key k, and return it
                          for the rest of its window, writing nothing
   --throttle-period <duration>    the window, from the standing job's enqueue
+  --rate-key <k>         count this job's start under rate limit key k instead of
+                         its type's key (only for a type that declares a rateLimit)
+  --rate-limit <n>       with --rate-key: its limit instead of the type's
+  --rate-period <duration>        with --rate-key: its period instead of the type's
 
 Examples:
   leasehold enqueue email.welcome '{"to":"ada@example.com","name":"Ada"}'
@@ -110,6 +126,9 @@ Examples:
     "debounce-max-wait": { type: "string" },
     throttle: { type: "string" },
     "throttle-period": { type: "string" },
+    "rate-key": { type: "string" },
+    "rate-limit": { type: "string" },
+    "rate-period": { type: "string" },
   },
   async run(ctx, positionals, values) {
     const [name, text] = expectPositionals(positionals, ["name", "json"]) as [string, string];
