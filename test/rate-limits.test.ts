@@ -10,6 +10,9 @@ import { completeJobs } from "../shared/settle.ts";
 import { createRegistry } from "../shared/job.ts";
 import { runWorker } from "../shared/worker.ts";
 import { nextDue } from "../shared/due.ts";
+import { schedulePass } from "../functions/scheduler.ts";
+import config from "../leasehold.config.ts";
+import { claimable } from "../shared/serving.ts";
 import { countReady, pruneJobs } from "../shared/stats.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
@@ -236,5 +239,38 @@ describe("rate limits in the runner (pg driver)", () => {
       sql(t.schema, "select attempts, count(*)::integer as n from leasehold.jobs where queue = $1 and status = 'queued' group by 1"), [queue],
     );
     expect(rows).toEqual([{ attempts: 0, n: 1_200 - summary.succeeded }]);
+  });
+});
+
+describe("rate limits and the scheduler (pg driver)", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 4);
+  });
+  afterAll(() => t.drop());
+
+  it("starts no runner over a minute of passes while the only due jobs wait on a full window, and plans to wake at its opening", async () => {
+    const partner = defineJob({ name: "partner.sync", schema: z.object({ n: z.number().int() }), handler: () => {}, rateLimit: { limit: 1, periodMs: 60_000 } });
+    const registry = createRegistry([partner]);
+    await enqueueJobs(t, [0, 1, 2].map((n) => job(partner, { n })));
+    const invoked: string[] = [];
+    const invoke = async (runner: string) => void invoked.push(runner);
+    // Before any start, the jobs are demand: a runner is started.
+    expect(await schedulePass({ config, registry }, t.pool, t.schema, invoke)).toMatchObject({ ready: 3, invoked: 1 });
+    // That runner starts one job, and the window is full for a minute.
+    const started = await claimJobs(t, { queue: partner.queue, runnerId: "r", limit: 3, maxLeaseMs: 60_000, rated: true });
+    expect(started).toHaveLength(1);
+    await completeJobs(t, started);
+    invoked.length = 0;
+    const passes = Math.ceil(60_000 / config.scheduler.pollMs);
+    for (let pass = 0; pass < passes; pass++) {
+      expect(await schedulePass({ config, registry }, t.pool, t.schema, invoke)).toEqual({ ready: 0, invoked: 0, covered: false });
+    }
+    expect(invoked).toEqual([]);
+    const due = await nextDue(t, claimable(config, registry.keys()));
+    const { rows: [w] } = await t.db.query<{ first_ms: number }>(
+      sql(t.schema, "select (extract(epoch from starts[1]) * 1000)::float8 as first_ms from leasehold.rate_windows where key = 'partner.sync'"),
+    );
+    expect(due.laterAt!.getTime()).toBeCloseTo(w!.first_ms + 60_000, -1);
   });
 });
