@@ -63,13 +63,6 @@ export interface WorkerOptions {
   log?: WorkerLog;
   /** Called for every settled attempt, e.g. to publish metrics. */
   onSettled?: (event: SettledEvent) => void;
-  /**
-   * Suspects (jobs on their last attempt after a runner died holding them)
-   * always run alone. `alone` (default): this runner runs them itself,
-   * pausing its other work; `elsewhere`: it never takes one (a dedicated
-   * runner does); `only`: it runs nothing but suspects, one after another.
-   */
-  suspects?: "alone" | "elsewhere" | "only";
   /** Called with the ids of jobs that ended `dead` here (failed, timed out, or failed for good). */
   onDead?: (ids: string[]) => void;
   clock?: Clock;

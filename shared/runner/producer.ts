@@ -42,7 +42,7 @@ export interface ProducerOptions {
  * loop asks for what its slots and prefetch can take.
  */
 export class Producer {
-  readonly buffer: Buffered[] = [];
+  private readonly buffer: Buffered[] = [];
   private turn = 0;
   private suspectCheckAt = 0;
   /** What the last claim that brought jobs said of suspects, not yet acted on. */
@@ -81,6 +81,29 @@ export class Producer {
       if (jobs.length > 0) return jobs;
     }
     return [];
+  }
+
+  /** Jobs claimed and waiting for a slot. */
+  get buffered(): number {
+    return this.buffer.length;
+  }
+
+  /** The next buffered job to start, if any. */
+  next(): Buffered | undefined {
+    return this.buffer.shift();
+  }
+
+  /**
+   * A job this runner already holds (a follow-up inserted claimed by it,
+   * runner/follow.ts): it starts before anything claimed earlier.
+   */
+  handOff(item: Buffered): void {
+    this.buffer.unshift(item);
+  }
+
+  /** Empties the buffer, returning what never started (to be given back). */
+  takeAll(): Buffered[] {
+    return this.buffer.splice(0);
   }
 
   /**

@@ -1,0 +1,46 @@
+import { retryDelayMs } from "../backoff.ts";
+import type { JobContext } from "../job.ts";
+import { executeJob } from "./executor.ts";
+import type { RunnerParts } from "./parts.ts";
+import type { Buffered } from "./producer.ts";
+
+/**
+ * One buffered job in one slot: made fit to start (a lease that sat in the
+ * buffer too long is renewed, or the job given back), its start recorded
+ * (before the handler for a job that owes an attempt, else in the next
+ * write), run by the executor, and its outcome handed to the completer.
+ */
+export async function runBuffered(r: RunnerParts, b: Buffered, follow: JobContext["enqueue"]): Promise<void> {
+  const { producer, completer, tally, clock, options } = r;
+  const { job } = b;
+  const type = options.registry.get(job.name);
+  const deadline = type ? (producer.fresh(b) ?? (await producer.renew(b, r.maxLeaseMs()))) : null;
+  if (deadline === null) return giveBack(r, b);
+  const lease = { id: job.id, leaseToken: job.leaseToken, deadline };
+  tally.hold(b);
+  if (job.startFirst) {
+    if (!(await completer.recordStart(lease))) return tally.forget(job.id);
+  } else {
+    completer.markStarted(lease);
+  }
+  const startedAt = performance.now();
+  const result = await executeJob({
+    job, type: type!, deadline, clock, context: { runnerId: options.runnerId, enqueue: follow },
+    maxResultBytes: options.limits?.maxPayloadBytes, store: options.store,
+    recordStep: (record) => completer.recordStep({ ...record, deadline }),
+  });
+  r.gauge.jobTook(performance.now() - startedAt);
+  tally.ran(job.id, result.outcome);
+  if (result.outcome === "succeeded") return completer.succeed({ ...lease, result: result.result, steps: result.steps });
+  if (result.outcome === "slept") return completer.sleep({ ...lease, runAt: result.runAt, steps: result.steps });
+  completer.fail({
+    ...lease, outcome: result.outcome, error: result.error, permanent: result.permanent, steps: result.steps,
+    retryDelayMs: retryDelayMs(job.attempts, job.backoffMs),
+  });
+}
+
+/** A job that will not start here goes back to the queue, its attempt not charged. */
+export function giveBack(r: RunnerParts, b: Buffered): void {
+  r.tally.hold(b);
+  r.completer.release({ ...b.job, deadline: b.deadline });
+}
