@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { sql, type Store } from "./db.ts";
 import { ValidationError } from "./errors.ts";
-import type { EnqueuedJob, EnqueueOptions, JobType } from "./job.ts";
+import type { EnqueuedJob, EnqueueOptions, JobType } from "./job-types.ts";
 import { toClaimed, type ClaimedJob, type ClaimedRow } from "./claim.ts";
 import { dedupeIdentity, toRows, type EnqueueLimits, type Row } from "./validate.ts";
 import { debounceJobs, throttleJobs } from "./flow-control.ts";
