@@ -10,6 +10,7 @@
  * Two ways to pick candidates, then one tail that applies the concurrency
  * limits and claims. See docs/internals.md, "Fairness and limits".
  */
+import { startsFirstSql } from "./attempt-rules.ts";
 
 /**
  * Whether job `j`'s rate limit key has no room now: its window holds
@@ -160,7 +161,7 @@ set status = 'running',
 from ${from} a
 where j.id = a.id ${extra}
 returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
-          j.lease_token::text, j.runs, j.start_first or j.attempts >= j.max_attempts as start_first,${rated ? " j.rate_key is not null as rated," : ""} a.ord,
+          j.lease_token::text, j.runs, ${startsFirstSql("j.")} as start_first,${rated ? " j.rate_key is not null as rated," : ""} a.ord,
           (select g from groups where turn <= $2::integer order by turn desc limit 1) as last_group, (select count(*) from groups) as group_count,
           ${SUSPECTS_WAITING} as suspects_waiting`;
 

@@ -1,3 +1,4 @@
+import { chargedAttemptsSql, endsDeadSql } from "./attempt-rules.ts";
 import { sql, type Store } from "./db.ts";
 
 /**
@@ -95,12 +96,8 @@ const notifyEnd = (alias: string, when = "true") =>
 
 const FENCED = `j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()`;
 
-/**
- * The retry-or-dead rule of a failure: it ends the job `dead` when it is
- * permanent or was its last attempt (an attempt owed from an earlier death
- * counted); otherwise the job is queued again after its retry delay.
- */
-const FAILURE_ENDS_DEAD = `(s.permanent or j.attempts + j.owes_attempt::integer >= j.max_attempts)`;
+/** The retry-or-dead rule (shared/attempt-rules.ts) for a failure, permanent or not. */
+const FAILURE_ENDS_DEAD = endsDeadSql("j", "s.permanent");
 
 /**
  * The settle statement for the kinds a batch holds, composed once per
@@ -154,7 +151,7 @@ const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Part<Fail
   -- An attempt owed from a death that was given back is charged with this
   -- failure; and the job keeps recording its start first (its handler may
   -- have gone on to kill its runner after it was aborted).
-  set attempts = least(j.max_attempts, j.attempts + j.owes_attempt::integer),
+  set attempts = ${chargedAttemptsSql("j")},
       status = (case when ${FAILURE_ENDS_DEAD} then 'dead' else 'queued' end)::leasehold.job_status,
       run_at = case when ${FAILURE_ENDS_DEAD} then j.run_at else now() + s.delay_ms * interval '1 millisecond' end,
       finished_at = case when ${FAILURE_ENDS_DEAD} then now() end,
