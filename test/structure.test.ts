@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 
 /**
  * The shape of the core, read from its source: no import cycle in shared/
- * (type imports count: a cycle of types still ties the modules together).
+ * (type imports count: a cycle of types still ties the modules together),
+ * and each rule of a job's life written in one place.
  */
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -90,5 +91,60 @@ describe("the import graph of shared/", () => {
   it("has no import cycle", () => {
     const cycles = importCycles(importGraph("shared")).map((c) => c.map((f) => relative("shared", f)).join(" <-> "));
     expect(cycles).toEqual([]);
+  });
+});
+
+/** The code a rule could be written in: everything but tests and the migrations already applied. */
+const SOURCE_DIRS = ["shared", "functions", "cli", "dev", "infra", "bench", "scripts", "test/fixtures", "test/support"];
+const sources = SOURCE_DIRS.flatMap((d) => tsFiles(d).filter((f) => !f.includes("node_modules") && !f.includes(join("bench", "results"))));
+
+/** The files whose text matches `pattern`, as paths from the repo root. */
+function filesWriting(pattern: RegExp): string[] {
+  return sources.filter((f) => pattern.test(readFileSync(join(root, f), "utf8"))).sort();
+}
+
+/**
+ * Each rule, the text that writes it (in any language), and the one file
+ * that may. Break a rule by writing it again anywhere and its line fails.
+ */
+const RULES: { rule: string; writes: RegExp; owner: string }[] = [
+  // An exponential in a variable (2 ** 31 and 2 ** 20 are sizes, not backoffs).
+  { rule: "the backoff formula", writes: /\b2\s*\*\*\s*(?![\s\d])|Math\.pow\(\s*2\b/, owner: "shared/backoff.ts" },
+  { rule: "attempts charged (an owed attempt counted)", writes: /owes_attempt::integer|owesAttempt\s*\?\s*1/, owner: "shared/attempt-rules.ts" },
+  // Any comparison with the maximum: the last attempt, and the retry-or-dead rule built on it.
+  {
+    rule: "the last attempt, and retry or dead",
+    writes: /(>=|<=|<|>)\s*[$({]*\s*[A-Za-z_.]*max_?attempts\b|\bmax_?attempts[})]*\s*(>=|<=|<|>)(?!=)/i,
+    owner: "shared/attempt-rules.ts",
+  },
+  { rule: "retry or dead (its definitions)", writes: /\b(const|function)\s+(endsDeadSql|retryOrDead)\b/, owner: "shared/attempt-rules.ts" },
+  { rule: "the schema-name pattern", writes: /\[a-z_\]\[a-z0-9_\]/, owner: "shared/db.ts" },
+];
+
+/**
+ * shared/runner/transient.ts has its own copy of the backoff formula until it
+ * imports `backoffDelayMs` from shared/backoff.ts (another change rewrites
+ * shared/runner/): allowed only while it does not import it.
+ */
+const PENDING: Record<string, string> = { "the backoff formula": "shared/runner/transient.ts" };
+const stillPending = (rule: string) => {
+  const file = PENDING[rule];
+  return file !== undefined && !/from\s+["']\.\.\/backoff\.ts["']/.test(readFileSync(join(root, file), "utf8")) ? file : undefined;
+};
+
+describe("each rule of a job's life is written once", () => {
+  it.each(RULES)("$rule: only in $owner", ({ rule, writes, owner }) => {
+    const pending = stillPending(rule);
+    expect(filesWriting(writes).filter((f) => f !== pending)).toEqual([owner]);
+  });
+
+  it("the attempt rules are built from the shared fragments where they run", () => {
+    const uses = (file: string, name: string) => readFileSync(join(root, file), "utf8").includes(`${name}(`);
+    expect(uses("shared/claim-sql.ts", "startsFirstSql")).toBe(true);
+    expect(uses("shared/enqueue.ts", "startsFirstSql")).toBe(true);
+    expect(uses("shared/settle.ts", "endsDeadSql")).toBe(true);
+    expect(uses("shared/settle.ts", "chargedAttemptsSql")).toBe(true);
+    expect(uses("shared/rescue.ts", "retryOrDead")).toBe(true);
+    expect(uses("shared/rescue.ts", "chargedAttempts")).toBe(true);
   });
 });
