@@ -142,8 +142,8 @@ describe("each rule of a job's life is written once", () => {
     const uses = (file: string, name: string) => readFileSync(join(root, file), "utf8").includes(`${name}(`);
     expect(uses("shared/claim-sql.ts", "startsFirstSql")).toBe(true);
     expect(uses("shared/enqueue.ts", "startsFirstSql")).toBe(true);
-    expect(uses("shared/settle.ts", "endsDeadSql")).toBe(true);
-    expect(uses("shared/settle.ts", "chargedAttemptsSql")).toBe(true);
+    expect(uses("shared/settle-sql.ts", "endsDeadSql")).toBe(true);
+    expect(uses("shared/settle-sql.ts", "chargedAttemptsSql")).toBe(true);
     expect(uses("shared/rescue.ts", "retryOrDead")).toBe(true);
     expect(uses("shared/rescue.ts", "chargedAttempts")).toBe(true);
   });
