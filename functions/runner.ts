@@ -2,6 +2,7 @@ import type { Context } from "aws-lambda";
 import { z } from "zod";
 import { lightRunner, RUNNER_MARGIN_MS } from "../shared/config.ts";
 import { environmentLinger } from "../shared/runner/linger.ts";
+import type { SettledEvent } from "../shared/runner/options.ts";
 import { Metric, type MetricName } from "../shared/metrics-names.ts";
 import { servingRules } from "../shared/serving.ts";
 import { runSession } from "../shared/session.ts";
@@ -72,7 +73,7 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
     const waker = createWaker(async () => void (scheduler && (await invokeAsync(lambda, scheduler, WAKE_EVENT))), {
       onError: (err) => logger.warn("waking the scheduler failed", { error: String(err) }),
     });
-    const counts = new Map<string, Record<"succeeded" | "failed" | "timeout", number>>();
+    const counts = settleCounts();
     const pool = openPool(settings, config.connectionsPerRunner);
     const store = { db: pool, schema: settings.schema };
     let stale = 0;
@@ -95,15 +96,7 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
         limits,
         log: workerLog,
         reportDeaths,
-        onSettled: (e) => {
-          if (!e.accepted || e.outcome === "released" || e.outcome === "slept") return;
-          const c = counts.get(e.queue) ?? { succeeded: 0, failed: 0, timeout: 0 };
-          c[e.outcome]++;
-          counts.set(e.queue, c);
-          if (e.outcome === "succeeded") {
-            logger.info("job succeeded", { jobId: e.jobId, name: e.name, attempt: e.attempt, run: e.run, outcome: e.outcome, durationMs: e.durationMs });
-          }
-        },
+        onSettled: counts.onSettled,
       });
       stale = summary.stale;
       // A retry, a released or a sleeping job it leaves behind comes due with no runner
@@ -115,6 +108,29 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
     } finally {
       await waker.settled();
       await closePool(pool);
+      counts.publish(stale);
+    }
+  }
+}
+
+/**
+ * The outcomes of one invocation, counted per queue as its settles are
+ * accepted (a success logged), then published as metrics with its stale
+ * settles.
+ */
+function settleCounts() {
+  const counts = new Map<string, Record<"succeeded" | "failed" | "timeout", number>>();
+  return {
+    onSettled(e: SettledEvent): void {
+      if (!e.accepted || e.outcome === "released" || e.outcome === "slept") return;
+      const c = counts.get(e.queue) ?? { succeeded: 0, failed: 0, timeout: 0 };
+      c[e.outcome]++;
+      counts.set(e.queue, c);
+      if (e.outcome === "succeeded") {
+        logger.info("job succeeded", { jobId: e.jobId, name: e.name, attempt: e.attempt, run: e.run, outcome: e.outcome, durationMs: e.durationMs });
+      }
+    },
+    publish(stale: number): void {
       const perQueue = new Map<string, [MetricName, Unit, number][]>();
       for (const [queue, c] of counts) {
         perQueue.set(queue, [
@@ -127,6 +143,6 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
       const service = serviceMetrics();
       service.addMetric(Metric.StaleSettles, MetricUnit.Count, stale);
       service.publishStoredMetrics();
-    }
-  }
+    },
+  };
 }

@@ -19,7 +19,8 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { defineConfig, ENTRIES_DIR, type Config, type ConfigInput } from "../shared/config.ts";
+import { defineConfig, type Config, type ConfigInput } from "../shared/config.ts";
+import { ENTRIES_DIR } from "../shared/function-specs.ts";
 import type { RecurringJob } from "../shared/recurring.ts";
 import { componentChild } from "../shared/deployed.ts";
 import { entryHandler, writeEntries } from "../functions/entries.ts";

@@ -6,7 +6,7 @@
  * crons are made here too; the wake role and the recurring jobs' schedules
  * come from infra/wake.ts.
  */
-import { functionSpecs, runnerFunctions, type FunctionSpec } from "../shared/config.ts";
+import { functionSpecs, runnerFunctions, type FunctionSpec } from "../shared/function-specs.ts";
 import { writeEnvironment } from "../shared/environment.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import { componentName, type InfraContext } from "./context.ts";

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { functionSpecs } from "../shared/config.ts";
+import { functionSpecs } from "../shared/function-specs.ts";
 import { writeEnvironment } from "../shared/environment.ts";
 import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
 import type { InfraContext } from "./context.ts";

@@ -1,5 +1,5 @@
 import { sql, type Store } from "./db.ts";
-import type { AttemptOutcome, JobStatus } from "./job.ts";
+import type { AttemptOutcome, JobStatus } from "./job-types.ts";
 import type { StepLogEntry } from "./runner/steps.ts";
 
 /** Operator actions and views: cancel, retry, get, list. */

@@ -1,4 +1,5 @@
-import { CLAIMS, RATE_OPENS_AT } from "./claim-sql.ts";
+import { CLAIMS } from "./claim-sql.ts";
+import { RATE_OPENS_AT } from "./rate-limit-sql.ts";
 import { sql, type Store } from "./db.ts";
 
 /** A job as a runner holds it: enough to run it and to settle it. */

@@ -1,4 +1,4 @@
-import type { JobType } from "./job.ts";
+import type { JobType } from "./job-types.ts";
 import type { Issue, Path } from "./payload.ts";
 import { textProblem } from "./text.ts";
 

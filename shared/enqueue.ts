@@ -1,7 +1,8 @@
 import type { z } from "zod";
+import { startsFirstSql } from "./attempt-rules.ts";
 import { sql, type Store } from "./db.ts";
 import { ValidationError } from "./errors.ts";
-import type { EnqueuedJob, EnqueueOptions, JobType } from "./job.ts";
+import type { EnqueuedJob, EnqueueOptions, JobType } from "./job-types.ts";
 import { toClaimed, type ClaimedJob, type ClaimedRow } from "./claim.ts";
 import { dedupeIdentity, toRows, type EnqueueLimits, type Row } from "./validate.ts";
 import { debounceJobs, throttleJobs } from "./flow-control.ts";
@@ -201,7 +202,7 @@ insert into leasehold.jobs
    status, attempts, runs, lease_token, lease_expires_at, runner_id, started_at)
 values ($1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text,
    'running', 1, 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now())
-returning id::text, queue, name, payload, attempts, runs, start_first or attempts >= max_attempts as start_first, max_attempts, lease_ms, backoff_ms,
+returning id::text, queue, name, payload, attempts, runs, ${startsFirstSql()} as start_first, max_attempts, lease_ms, backoff_ms,
   lease_token::text`;
 
 /**

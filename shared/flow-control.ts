@@ -5,7 +5,7 @@
  * stands, so enqueues racing on many connections agree on it.
  */
 import { sql, type Store } from "./db.ts";
-import type { EnqueuedJob, EnqueueOptions, JobType } from "./job.ts";
+import type { EnqueuedJob, EnqueueOptions, JobType } from "./job-types.ts";
 import type { Issue, Path } from "./payload.ts";
 import type { Rate } from "./rate-limit.ts";
 import { textProblem } from "./text.ts";

@@ -1,7 +1,7 @@
 /**
  * Rate limits per key (migration 0012): the rules a job type's and an
  * enqueue's `rateLimit` are held to, and the columns a job carries for the
- * claim to enforce it (shared/claim-sql.ts, `RATE_TAIL`).
+ * claim to enforce it (shared/rate-limit-sql.ts, `RATE_ADMIT` and `RATE_WRITES`).
  */
 import type { Issue, Path } from "./payload.ts";
 import { textProblem } from "./text.ts";

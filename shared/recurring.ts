@@ -2,7 +2,7 @@ import { Cron } from "croner";
 import type { z } from "zod";
 import { sql, transaction, type Pool, type Store } from "./db.ts";
 import { enqueue } from "./enqueue.ts";
-import type { JobType } from "./job.ts";
+import type { JobType } from "./job-types.ts";
 
 /**
  * Recurring jobs: declared in code next to their job type, with a cron

@@ -1,3 +1,4 @@
+import { chargedAttempts, isLastAttempt, retryOrDead } from "./attempt-rules.ts";
 import { retryDelayMs } from "./backoff.ts";
 import { sql, type Store } from "./db.ts";
 
@@ -40,10 +41,10 @@ export type RescueDecision =
 /** What to do with one expired lease: a pure function of the job. */
 export function decideRescue(job: ExpiredLease, random: () => number = Math.random): RescueDecision {
   if (!job.handlerStarted) return { action: "refund", attempts: job.attempts - 1 };
-  const attempts = Math.min(job.maxAttempts, job.attempts + (job.owesAttempt ? 1 : 0));
-  if (attempts >= job.maxAttempts) return { action: "dead", attempts };
+  const attempts = chargedAttempts(job.attempts, job.owesAttempt, job.maxAttempts);
+  if (retryOrDead(attempts, job.maxAttempts) === "dead") return { action: "dead", attempts };
   // Its next attempt is its last: it runs alone (see migration 0005).
-  const suspect = attempts + 1 >= job.maxAttempts;
+  const suspect = isLastAttempt(attempts + 1, job.maxAttempts);
   return { action: "retry", attempts, delayMs: retryDelayMs(attempts, job.backoffMs, random), suspect };
 }
 

@@ -1,4 +1,4 @@
-import { RATE_FULL } from "./claim-sql.ts";
+import { RATE_FULL } from "./rate-limit-sql.ts";
 import { sql, type Store } from "./db.ts";
 import type { Claimable } from "./serving.ts";
 

@@ -9,7 +9,7 @@ import { MAX_BACKOFF_MS, RUNNER_MARGIN_MS } from "./config.ts";
 import { concurrencyIssues, fairnessOf, type Fairness } from "./concurrency.ts";
 import { ValidationError } from "./errors.ts";
 import { flowControlIssues, flowControlOf, MAX_FLOW_KEY_LENGTH, MAX_FLOW_PERIOD_MS, type FlowControl } from "./flow-control.ts";
-import type { EnqueueOptions, JobDefaults, JobType } from "./job.ts";
+import type { EnqueueOptions, JobDefaults, JobType } from "./job-types.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson, type Issue, type Path } from "./payload.ts";
 import { MAX_RATE_KEY_LENGTH, MAX_RATE_LIMIT, MAX_RATE_PERIOD_MS, rateLimitIssues, rateOf, type Rate } from "./rate-limit.ts";
 import { servingProblem, type ServingRules } from "./serving.ts";

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import pg from "pg";
+import {
+  chargedAttempts, chargedAttemptsSql, endsDeadSql, isLastAttempt, lastAttemptSql, retryOrDead, startsFirstSql,
+} from "../shared/attempt-rules.ts";
 import { claimJobs, suspectWaiting } from "../shared/claim.ts";
 import type { Queryable } from "../shared/db.ts";
 import { nextDue } from "../shared/due.ts";
@@ -191,5 +194,33 @@ describe("the rules the mutation audit found unguarded", () => {
     expect(summary.succeeded).toBe(1);
     expect(seen).toEqual([true]);
     expect(await row(id)).toMatchObject({ status: "succeeded", attempts: 1 });
+  });
+
+  it("the attempt rules say the same in SQL as in TypeScript (shared/attempt-rules.ts)", async () => {
+    const cases = [];
+    for (let max = 1; max <= 3; max++)
+      for (let attempts = 0; attempts <= max; attempts++)
+        for (const owes of [false, true])
+          for (const startFirst of [false, true])
+            for (const permanent of [false, true]) cases.push({ max, attempts, owes, startFirst, permanent });
+    const { rows } = await t.admin.query<{ charged: number; last: boolean; first: boolean; dead: boolean }>(
+      `select ${chargedAttemptsSql("j")} as charged, ${lastAttemptSql("j.attempts", "j.max_attempts")} as last,
+              ${startsFirstSql("j.")} as first, ${endsDeadSql("j", "j.permanent")} as dead
+       from unnest($1::integer[], $2::integer[], $3::boolean[], $4::boolean[], $5::boolean[])
+         with ordinality as j(max_attempts, attempts, owes_attempt, start_first, permanent, n) order by n`,
+      [cases.map((c) => c.max), cases.map((c) => c.attempts), cases.map((c) => c.owes), cases.map((c) => c.startFirst), cases.map((c) => c.permanent)],
+    );
+    const expected = cases.map((c) => {
+      const charged = chargedAttempts(c.attempts, c.owes, c.max);
+      return {
+        charged, last: isLastAttempt(c.attempts, c.max), first: c.startFirst || isLastAttempt(c.attempts, c.max),
+        dead: retryOrDead(charged, c.max, c.permanent) === "dead",
+      };
+    });
+    expect(rows).toEqual(expected);
+    // The rules themselves, at their edges.
+    expect([chargedAttempts(2, true, 3), chargedAttempts(3, true, 3), chargedAttempts(1, false, 3)]).toEqual([3, 3, 1]);
+    expect([isLastAttempt(2, 3), isLastAttempt(3, 3)]).toEqual([false, true]);
+    expect([retryOrDead(2, 3), retryOrDead(3, 3), retryOrDead(1, 3, true)]).toEqual(["retry", "dead", "dead"]);
   });
 });

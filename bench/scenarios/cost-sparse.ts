@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { LOCAL_REGION } from "../../dev/lambda/lambda-env.ts";
 import { parseSchedule, scheduledEvent } from "../../dev/lambda/schedule.ts";
-import { functionSpecs, runnerFunctions } from "../../shared/config.ts";
+import { functionSpecs, runnerFunctions } from "../../shared/function-specs.ts";
 import defaultConfig from "../../leasehold.config.ts";
 import { job } from "../../shared/enqueue.ts";
 import { wait } from "../../test/fixtures/scenario-jobs.ts";

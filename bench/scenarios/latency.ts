@@ -1,4 +1,4 @@
-import { runnerFunctions } from "../../shared/config.ts";
+import { runnerFunctions } from "../../shared/function-specs.ts";
 import { job } from "../../shared/enqueue.ts";
 import { wait } from "../../test/fixtures/scenario-jobs.ts";
 import { lambdaUse, percentile, round, runnersIdle, sleep, startScenarioStack, type LambdaUse, type ScenarioStack } from "./harness.ts";

@@ -1,4 +1,4 @@
-import { runnerFunctions } from "../../shared/config.ts";
+import { runnerFunctions } from "../../shared/function-specs.ts";
 import { job } from "../../shared/enqueue.ts";
 import { hog, wait } from "../../test/fixtures/scenario-jobs.ts";
 import { dist, drain, lambdaUse, readTimelines, round, runnersIdle, sleep, startScenarioStack, withLease, type AttemptRow, type Dist, type LambdaUse } from "./harness.ts";

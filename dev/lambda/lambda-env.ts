@@ -3,7 +3,7 @@
  * ARN, and the REPORT line Lambda writes after each invocation.
  */
 import { randomBytes } from "node:crypto";
-import type { FunctionSpec } from "../../shared/config.ts";
+import type { FunctionSpec } from "../../shared/function-specs.ts";
 import { writeEnvironment } from "../../shared/environment.ts";
 import type { InvocationReport } from "./environment.ts";
 

@@ -58,16 +58,40 @@ export type AppOptions = {
 } & ({ store: Store } | { openStore: () => OpenedStore });
 
 export function createApp(options: AppOptions) {
-  const { registry, waker, logger } = options;
-  const open = "store" in options ? () => ({ store: options.store, close: async () => {} }) : options.openStore;
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-
   const app = new OpenAPIHono<ApiEnv>({
     defaultHook: (result) => {
       if (!result.success) throw invalidRequest(result.error);
     },
   });
+  useRequestHandling(app, options);
+  registerJobRoutes(app, options.registry, options.waker, { serving: options.serving });
+  registerStatsRoutes(app, options);
+  app.openapi(healthRoute, (c) => c.json({ ok: true as const }, 200));
 
+  // The dashboard's page, script and stylesheet: no token, no data (not in the OpenAPI document).
+  registerDashboard(app);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  const document = () =>
+    app.getOpenAPIDocument({
+      openapi: "3.0.3",
+      info: { title: "Leasehold", version: API_VERSION, description: "The Leasehold job queue's HTTP API." },
+    });
+  app.openapi(openApiRoute, (c) => c.json(document() as { openapi: string; paths: Record<string, unknown> }, 200));
+
+  return app;
+}
+
+/**
+ * What every request goes through before its route: errors as JSON (logged
+ * by name and message only), a request id, security headers, the request
+ * log, the bearer token, the body limit, and a store opened for the request
+ * and closed after its response.
+ */
+function useRequestHandling(app: OpenAPIHono<ApiEnv>, options: AppOptions): void {
+  const { logger } = options;
+  const open = "store" in options ? () => ({ store: options.store, close: async () => {} }) : options.openStore;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   app.onError((err, c) =>
     toErrorResponse(err, c, (fault) => {
       // Name and message only: never the request body, headers or the error's detail.
@@ -109,9 +133,11 @@ export function createApp(options: AppOptions) {
       await close().catch((err: unknown) => logger?.error("closing the store failed", { error: String(err) }));
     }
   });
+}
 
-  registerJobRoutes(app, registry, waker, { serving: options.serving });
-
+/** The read-only views: queue counts, groups and rate limits, throughput, recurring jobs. */
+function registerStatsRoutes(app: OpenAPIHono<ApiEnv>, options: AppOptions): void {
+  const { registry } = options;
   const can = options.serving && { names: [...registry.keys()], maxLeaseMs: options.serving };
   app.openapi(queuesRoute, async (c) => c.json({ queues: await queueStats(c.var.store, can) }, 200));
   app.openapi(groupsRoute, async (c) => {
@@ -132,20 +158,6 @@ export function createApp(options: AppOptions) {
       jobsModule: options.jobsModule ?? null,
     }, 200);
   });
-  app.openapi(healthRoute, (c) => c.json({ ok: true as const }, 200));
-
-  // The dashboard's page, script and stylesheet: no token, no data (not in the OpenAPI document).
-  registerDashboard(app);
-
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
-  const document = () =>
-    app.getOpenAPIDocument({
-      openapi: "3.0.3",
-      info: { title: "Leasehold", version: API_VERSION, description: "The Leasehold job queue's HTTP API." },
-    });
-  app.openapi(openApiRoute, (c) => c.json(document() as { openapi: string; paths: Record<string, unknown> }, 200));
-
-  return app;
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,191 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, normalize, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+/**
+ * The shape of the core, read from its source: no import cycle in shared/
+ * (type imports count: a cycle of types still ties the modules together),
+ * each rule of a job's life written in one place, and no file or function
+ * too long to read.
+ */
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+  );
+}
+
+/** Every relative import and re-export of each file under `dir`, static or dynamic, as paths from the repo root. */
+export function importGraph(dir: string): Map<string, string[]> {
+  const files = tsFiles(dir);
+  const known = new Set(files);
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    const src = readFileSync(join(root, file), "utf8");
+    const specifiers = [
+      ...src.matchAll(/\b(?:import|export)\b[^;]*?\bfrom\s*["'](\.{1,2}\/[^"']+)["']/gs),
+      ...src.matchAll(/\bimport\s*\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g),
+      ...src.matchAll(/^\s*import\s*["'](\.{1,2}\/[^"']+)["']/gm),
+    ].map((m) => m[1]!);
+    const deps = specifiers.map((s) => normalize(join(dirname(file), s)).replace(/\.js$/, ".ts")).filter((d) => known.has(d));
+    graph.set(file, [...new Set(deps)]);
+  }
+  return graph;
+}
+
+/** The strongly connected components with more than one module (or a module importing itself): each is a cycle. */
+export function importCycles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) cycles.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return cycles;
+}
+
+describe("the import graph of shared/", () => {
+  it("finds a cycle when there is one (the check itself)", () => {
+    const graph = new Map([
+      ["a.ts", ["b.ts"]],
+      ["b.ts", ["c.ts"]],
+      ["c.ts", ["a.ts"]],
+      ["d.ts", ["a.ts"]],
+    ]);
+    expect(importCycles(graph)).toEqual([["a.ts", "b.ts", "c.ts"]]);
+    expect(importCycles(new Map([["a.ts", ["b.ts"]], ["b.ts", []]]))).toEqual([]);
+  });
+
+  it("reads type imports, re-exports and dynamic imports as edges", () => {
+    const graph = importGraph("shared");
+    expect(graph.get(join("shared", "validate.ts"))).toContain(join("shared", "job-types.ts"));
+    expect(graph.get(join("shared", "index.ts"))).toContain(join("shared", "job.ts"));
+    expect(graph.size).toBeGreaterThan(30);
+  });
+
+  it("has no import cycle", () => {
+    const cycles = importCycles(importGraph("shared")).map((c) => c.map((f) => relative("shared", f)).join(" <-> "));
+    expect(cycles).toEqual([]);
+  });
+});
+
+/** The code a rule could be written in: everything but tests and the migrations already applied. */
+const SOURCE_DIRS = ["shared", "functions", "cli", "dev", "infra", "bench", "scripts", "test/fixtures", "test/support"];
+const sources = SOURCE_DIRS.flatMap((d) => tsFiles(d).filter((f) => !f.includes("node_modules") && !f.includes(join("bench", "results"))));
+
+/** The files whose text matches `pattern`, as paths from the repo root. */
+function filesWriting(pattern: RegExp): string[] {
+  return sources.filter((f) => pattern.test(readFileSync(join(root, f), "utf8"))).sort();
+}
+
+/**
+ * Each rule, the text that writes it (in any language), and the one file
+ * that may. Break a rule by writing it again anywhere and its line fails.
+ */
+const RULES: { rule: string; writes: RegExp; owner: string }[] = [
+  // An exponential in a variable (2 ** 31 and 2 ** 20 are sizes, not backoffs).
+  { rule: "the backoff formula", writes: /\b2\s*\*\*\s*(?![\s\d])|Math\.pow\(\s*2\b/, owner: "shared/backoff.ts" },
+  { rule: "attempts charged (an owed attempt counted)", writes: /owes_attempt::integer|owesAttempt\s*\?\s*1/, owner: "shared/attempt-rules.ts" },
+  // Any comparison with the maximum: the last attempt, and the retry-or-dead rule built on it.
+  {
+    rule: "the last attempt, and retry or dead",
+    writes: /(>=|<=|<|>)\s*[$({]*\s*[A-Za-z_.]*max_?attempts\b|\bmax_?attempts[})]*\s*(>=|<=|<|>)(?!=)/i,
+    owner: "shared/attempt-rules.ts",
+  },
+  { rule: "retry or dead (its definitions)", writes: /\b(const|function)\s+(endsDeadSql|retryOrDead)\b/, owner: "shared/attempt-rules.ts" },
+  { rule: "the schema-name pattern", writes: /\[a-z_\]\[a-z0-9_\]/, owner: "shared/db.ts" },
+];
+
+/**
+ * shared/runner/transient.ts has its own copy of the backoff formula until it
+ * imports `backoffDelayMs` from shared/backoff.ts (another change rewrites
+ * shared/runner/): allowed only while it does not import it.
+ */
+const PENDING: Record<string, string> = { "the backoff formula": "shared/runner/transient.ts" };
+const stillPending = (rule: string) => {
+  const file = PENDING[rule];
+  return file !== undefined && !/from\s+["']\.\.\/backoff\.ts["']/.test(readFileSync(join(root, file), "utf8")) ? file : undefined;
+};
+
+describe("each rule of a job's life is written once", () => {
+  it.each(RULES)("$rule: only in $owner", ({ rule, writes, owner }) => {
+    const pending = stillPending(rule);
+    expect(filesWriting(writes).filter((f) => f !== pending)).toEqual([owner]);
+  });
+
+  it("the attempt rules are built from the shared fragments where they run", () => {
+    const uses = (file: string, name: string) => readFileSync(join(root, file), "utf8").includes(`${name}(`);
+    expect(uses("shared/claim-sql.ts", "startsFirstSql")).toBe(true);
+    expect(uses("shared/enqueue.ts", "startsFirstSql")).toBe(true);
+    expect(uses("shared/settle-sql.ts", "endsDeadSql")).toBe(true);
+    expect(uses("shared/settle-sql.ts", "chargedAttemptsSql")).toBe(true);
+    expect(uses("shared/rescue.ts", "retryOrDead")).toBe(true);
+    expect(uses("shared/rescue.ts", "chargedAttempts")).toBe(true);
+  });
+});
+
+/** Every function (declaration, method, arrow, expression) longer than `max` lines in these files, as "file:line name (n lines)". */
+function longFunctions(files: string[], max: number): string[] {
+  const long: string[] = [];
+  for (const file of files) {
+    const source = ts.createSourceFile(file, readFileSync(join(root, file), "utf8"), ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node) => {
+      if (ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isArrowFunction(node) || ts.isFunctionExpression(node)) {
+        const first = source.getLineAndCharacterOfPosition(node.getStart()).line;
+        const lines = source.getLineAndCharacterOfPosition(node.getEnd()).line - first + 1;
+        const parent = node.parent;
+        const name = node.name?.getText() ?? (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) ? parent.name.getText() : "(anonymous)");
+        if (lines > max) long.push(`${file}:${first + 1} ${name} (${lines} lines)`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  return long;
+}
+
+/** runWorker is being rewritten to a short loop on its own branch (issue 23's runner part). */
+const LONG_PENDING = [/^shared\/worker\.ts:\d+ runWorker /];
+
+describe("the core's files and functions stay readable", () => {
+  const code = ["shared", "functions", "bench", "cli", "dev", "infra"].flatMap((d) =>
+    tsFiles(d).filter((f) => !f.includes("node_modules") && !f.includes(join("bench", "results"))),
+  );
+
+  it("no file over 300 lines", () => {
+    const long = code.map((f) => [f, readFileSync(join(root, f), "utf8").split("\n").length - 1] as const).filter(([, n]) => n > 300);
+    expect(long).toEqual([]);
+  });
+
+  it("no function over 80 lines in shared/ or functions/", () => {
+    const files = code.filter((f) => f.startsWith("shared") || f.startsWith("functions"));
+    expect(longFunctions(files, 80).filter((f) => !LONG_PENDING.some((p) => p.test(f)))).toEqual([]);
+  });
+});
