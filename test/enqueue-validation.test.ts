@@ -240,10 +240,12 @@ describe("defineJob holds every default to enqueue's bounds", () => {
       }
       throw new Error("accepted");
     };
-    const rateLimited = refusal({ ...base, rateLimit: { limit: 10, periodMs: 1_000 } });
-    expect(rateLimited.issues).toEqual([{ path: ["rateLimit"], message: expect.stringContaining('unknown option "rateLimit"') }]);
-    expect(rateLimited.message).toContain('invalid job type "bounded"');
-    expect(rateLimited.message).toContain("rateLimit");
+    // A feature Leasehold does not have (a burst beside a rate limit) is named, not ignored.
+    const bursting = refusal({ ...base, rateLimit: { limit: 10, periodMs: 1_000, burst: 5 } });
+    expect(bursting.issues).toEqual([{ path: ["rateLimit", "burst"], message: expect.stringContaining('unknown option "burst"') }]);
+    expect(bursting.message).toContain('invalid job type "bounded"');
+    const retrying = refusal({ ...base, retryPolicy: "exponential" });
+    expect(retrying.issues).toEqual([{ path: ["retryPolicy"], message: expect.stringContaining('unknown option "retryPolicy"') }]);
     // A misspelling: every unknown key is named, and the known ones listed.
     const misspelt = refusal({ ...base, maxAtempts: 3, leaseMS: 1_000 });
     expect(misspelt.issues.map((i) => i.path)).toEqual([["maxAtempts"], ["leaseMS"]]);

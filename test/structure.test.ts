@@ -123,21 +123,9 @@ const RULES: { rule: string; writes: RegExp; owner: string }[] = [
   { rule: "the schema-name pattern", writes: /\[a-z_\]\[a-z0-9_\]/, owner: "shared/db.ts" },
 ];
 
-/**
- * shared/runner/transient.ts has its own copy of the backoff formula until it
- * imports `backoffDelayMs` from shared/backoff.ts (another change rewrites
- * shared/runner/): allowed only while it does not import it.
- */
-const PENDING: Record<string, string> = { "the backoff formula": "shared/runner/transient.ts" };
-const stillPending = (rule: string) => {
-  const file = PENDING[rule];
-  return file !== undefined && !/from\s+["']\.\.\/backoff\.ts["']/.test(readFileSync(join(root, file), "utf8")) ? file : undefined;
-};
-
 describe("each rule of a job's life is written once", () => {
   it.each(RULES)("$rule: only in $owner", ({ rule, writes, owner }) => {
-    const pending = stillPending(rule);
-    expect(filesWriting(writes).filter((f) => f !== pending)).toEqual([owner]);
+    expect(filesWriting(writes)).toEqual([owner]);
   });
 
   it("the attempt rules are built from the shared fragments where they run", () => {
@@ -171,9 +159,6 @@ function longFunctions(files: string[], max: number): string[] {
   return long;
 }
 
-/** runWorker is being rewritten to a short loop on its own branch (issue 23's runner part). */
-const LONG_PENDING = [/^shared\/worker\.ts:\d+ runWorker /];
-
 describe("the core's files and functions stay readable", () => {
   const code = ["shared", "functions", "bench", "cli", "dev", "infra"].flatMap((d) =>
     tsFiles(d).filter((f) => !f.includes("node_modules") && !f.includes(join("bench", "results"))),
@@ -186,6 +171,6 @@ describe("the core's files and functions stay readable", () => {
 
   it("no function over 80 lines in shared/ or functions/", () => {
     const files = code.filter((f) => f.startsWith("shared") || f.startsWith("functions"));
-    expect(longFunctions(files, 80).filter((f) => !LONG_PENDING.some((p) => p.test(f)))).toEqual([]);
+    expect(longFunctions(files, 80)).toEqual([]);
   });
 });

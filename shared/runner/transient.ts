@@ -1,3 +1,4 @@
+import { backoffDelayMs } from "../backoff.ts";
 import type { Clock } from "./clock.ts";
 
 /**
@@ -46,9 +47,9 @@ export function isTransient(err: unknown): boolean {
   return typeof message === "string" && TRANSIENT_MESSAGES.some((re) => re.test(message));
 }
 
-/** Backoff between tries: exponential from `baseMs`, capped, with full jitter. */
+/** Backoff between tries: the backoff formula (shared/backoff.ts, equal jitter), from `baseMs`, capped. */
 export function backoffMs(tryNumber: number, baseMs = 50, capMs = 2_000, random: () => number = Math.random): number {
-  return Math.round(Math.min(capMs, baseMs * 2 ** Math.max(0, tryNumber - 1)) * (0.5 + random() / 2));
+  return backoffDelayMs(tryNumber, baseMs, capMs, random);
 }
 
 export interface RetryOptions {

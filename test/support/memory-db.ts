@@ -1,3 +1,4 @@
+import { retryOrDead } from "../../shared/attempt-rules.ts";
 import type { Queryable, QueryResult } from "../../shared/db.ts";
 import type { Clock } from "../../shared/runner/clock.ts";
 
@@ -138,7 +139,7 @@ export class MemoryDb implements Queryable {
         if (!j) return;
         if (kind === "started") j.started = true;
         else if (kind === "succeeded") j.status = "succeeded";
-        else if (kind === "failed") j.status = permanent[i] || j.attempts >= j.maxAttempts ? "dead" : "queued";
+        else if (kind === "failed") j.status = retryOrDead(j.attempts, j.maxAttempts, permanent[i]) === "dead" ? "dead" : "queued";
         else {
           j.status = "queued";
           j.attempts--;
