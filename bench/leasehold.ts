@@ -66,6 +66,8 @@ function workerOptions(args: ChildArgs, store: Store, types: JobType<any>[]) {
       runnerId: `bench-${process.pid}`,
       slots: args.slots,
       prefetch: args.prefetch,
+      // Stays for the phase, however long the queue is empty (the hop chain starts after the worker).
+      linger: "fixed",
       idleMs: 600_000,
       remainingMs: () => (stopping ? 0 : Number.POSITIVE_INFINITY),
       log: { info() {}, warn: (m: string, f?: object) => console.error("[leasehold warn]", m, f), error: (m: string, f?: object) => console.error("[leasehold error]", m, f) },
@@ -108,7 +110,6 @@ export async function childExec(args: ChildArgs): Promise<ExecResult> {
   let allCommitted!: () => void;
   const durable = new Promise<void>((r) => (allCommitted = r));
   const worker = runWorker({
-    linger: "fixed",
     ...w.options,
     onSettled: (e) => {
       const id = Number(e.jobId);

@@ -53,9 +53,11 @@ describe("the packed package in an outside SST app", () => {
     expect(paths.filter((p) => !/^(dist\/|docs\/[^/]+\.md$|README\.md$|package\.json$|cli\/bin\.mjs$)/.test(p))).toEqual([]);
     expect(paths.filter((p) => p.startsWith("dist/.sst/") || p === "dist/.built")).toEqual([]);
     expect(paths).toEqual(expect.arrayContaining(["dist/shared/index.js", "dist/shared/index.d.ts", "dist/infra/component.d.ts", "dist/dev/lambda/child.js", "dist/migrations/0001_jobs.sql"]));
-    // 171 files, 197 kB packed, 606 kB unpacked when this was written (3.1 MB unpacked with SST's platform sources in it).
+    // 171 files, 197 kB packed, 606 kB unpacked when this was written (3.1 MB unpacked with SST's platform sources in it);
+    // 234 files, 305 kB packed, 941 kB unpacked with rate limits, the runner in its parts and the synthesized deploy check
+    // (a third of it the docs, which ship so the README's links resolve).
     expect(packed.files.length).toBeLessThan(250);
-    expect(packed.size).toBeLessThan(300_000);
+    expect(packed.size).toBeLessThan(320_000);
     expect(packed.unpackedSize).toBeLessThan(1_000_000);
   });
 
