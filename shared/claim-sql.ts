@@ -156,6 +156,23 @@ returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.
           ${SUSPECTS_WAITING} as suspects_waiting`;
 
 /**
+ * Whether the run `h` (a job id and run number in a key's slots) still holds
+ * its slot, given its job row `j`: until the row shows the run ended (`runs`
+ * moved past it, or its status left `running`).
+ */
+const HOLDS_SLOT = (j: string, h: string) => `(${j}.runs < ${h}.run or (${j}.runs = ${h}.run and ${j}.status = 'running'))`;
+
+/**
+ * Whether job `j`'s concurrency key has no free slot now, as read from the
+ * statement's snapshot (the scheduler's demand count: a job no runner could
+ * claim until a slot frees is no reason to start one).
+ */
+export const CONCURRENCY_FULL = (j: string) => `(select count(*) from leasehold.concurrency_slots s
+          cross join lateral unnest(s.job_ids, s.runs) as h(id, run)
+          join leasehold.jobs x on x.id = h.id
+          where s.key = ${j}.concurrency_key and ${HOLDS_SLOT("x", "h")}) >= ${j}.concurrency_limit`;
+
+/**
  * Limits, then the claim. A picked job with a concurrency key is claimed only
  * if its key's row is locked here (SKIP LOCKED: a key another claimer is
  * admitting right now waits for the next claim) or is new and inserted here,
@@ -179,7 +196,7 @@ const CONCURRENCY_TAIL = (from: string, rated: boolean) => `, keyed as (
   select l.key, h.id, h.run from locked l
   cross join lateral unnest(l.job_ids, l.runs) as h(id, run)
   join leasehold.jobs j on j.id = h.id
-  where j.runs < h.run or (j.runs = h.run and j.status = 'running')
+  where ${HOLDS_SLOT("j", "h")}
 ), admitted as (
   select p.* from (
     select p.*, row_number() over (partition by p.concurrency_key order by p.ord) as nth from ${from} p

@@ -1,3 +1,4 @@
+import { CONCURRENCY_FULL } from "./claim-sql.ts";
 import { RATE_FULL } from "./rate-limit-sql.ts";
 import { sql, type Store } from "./db.ts";
 import type { Claimable } from "./serving.ts";
@@ -76,6 +77,7 @@ select count(*)::integer as ready from (
     where j.status = 'queued' and j.queue = s.queue and j.run_at <= now() + $5::integer * interval '1 millisecond'
       and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])
       and (j.rate_key is null or not ${RATE_FULL("j")})
+      and (j.concurrency_key is null or not ${CONCURRENCY_FULL("j")})
     limit $4::integer
   ) claimable
   limit $4::integer
@@ -86,7 +88,8 @@ select count(*)::integer as ready from (
  * allows: `claimable({ runners: { name: runner } }, registry.keys())`),
  * counted up to `cap`: the scheduler's demand signal, cheap every second
  * whatever the backlog. Jobs no runner can claim are no demand, nor are jobs
- * whose rate limit window is full (`nextDue` gives its opening). `horizonMs`
+ * whose rate limit window is full (`nextDue` gives its opening) or whose
+ * concurrency key has no free slot (the runner that frees one claims next). `horizonMs`
  * counts jobs coming due that soon too (runners are started ahead of a due time).
  */
 export async function countReady(store: Store, can: Claimable, cap: number, horizonMs = 0): Promise<number> {

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { claimJobs, type ClaimedJob } from "../shared/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
+import { createRegistry, defineJob } from "../shared/job.ts";
+import { schedulePass } from "../functions/scheduler.ts";
+import config from "../leasehold.config.ts";
 import { rescueExpiredLeases } from "../shared/rescue.ts";
 import { completeJobs, failJobs, releaseJobs } from "../shared/settle.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
@@ -158,5 +160,31 @@ describe("concurrency limits under concurrent claimers and killed runners (pg dr
     expect(heldByKilled.size).toBeGreaterThan(0);
     expect(reran.length).toBeGreaterThan(0);
     expect(reran.filter((id) => !heldByKilled.has(id))).toEqual([]);
+  });
+});
+
+describe("concurrency limits and the scheduler (pg driver)", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 4);
+  });
+  afterAll(() => t.drop());
+
+  it("starts no runner for jobs whose key has no free slot, and starts one once a slot frees", async () => {
+    const serial = defineJob({ name: "serial", schema: payload, handler: () => {}, concurrency: { limit: 1, key: (p) => p.key } });
+    const registry = createRegistry([serial]);
+    await enqueueJobs(t, Array.from({ length: 30 }, (_, n) => job(serial, { key: "busy", n })));
+    // The slot's holder runs under a runner the scheduler does not count on (one started elsewhere, or long gone).
+    const [holder] = await claimJobs(t, { queue: serial.queue, runnerId: "elsewhere", limit: 5, maxLeaseMs: 60_000 });
+    expect(holder).toBeDefined();
+    const invoked: string[] = [];
+    const invoke = async (runner: string) => void invoked.push(runner);
+    for (let pass = 0; pass < 20; pass++) {
+      expect(await schedulePass({ config, registry }, t.pool, t.schema, invoke)).toEqual({ ready: 0, invoked: 0, covered: false });
+    }
+    expect(invoked).toEqual([]);
+    await completeJobs(t, [holder!]);
+    expect(await schedulePass({ config, registry }, t.pool, t.schema, invoke)).toMatchObject({ ready: 29 });
+    expect(invoked.length).toBeGreaterThan(0);
   });
 });
