@@ -1,4 +1,4 @@
-import { RATE_FULL } from "./rate-limit-sql.ts";
+import { FIRST_WINDOW_OPENING, RATE_FULL } from "./rate-limit-sql.ts";
 import { sql, type Store } from "./db.ts";
 import type { Claimable } from "./serving.ts";
 
@@ -30,16 +30,9 @@ select now() as now,
          (select min(j.run_at) from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
           join leasehold.jobs j on j.status = 'queued' and j.queue = s.queue and j.run_at > now()
             and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])),
-         (select min(w.starts[cardinality(w.starts) - j.rate_limit + 1] + j.rate_period_ms * interval '1 millisecond')
-          from leasehold.rate_windows w
-          cross join lateral (
-            select j.rate_limit, j.rate_period_ms from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
+         ${FIRST_WINDOW_OPENING(`select j.rate_limit, j.rate_period_ms from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
             join leasehold.jobs j on j.status = 'queued' and j.rate_key = w.key and j.queue = s.queue and j.run_at <= now()
-              and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])
-            limit 1
-          ) j
-          where w.starts[cardinality(w.starts)] > now() - w.period_ms * interval '1 millisecond'
-            and cardinality(w.starts) >= j.rate_limit)) as later_at,
+              and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])`)}) as later_at,
        (select min(lease_expires_at) from leasehold.jobs where status = 'running') as lease_expires_at`;
 
 /** Queued jobs count only when a runner can claim them (`can`): an unserved job wakes nothing. */

@@ -1,4 +1,5 @@
 import { sql, type Store } from "./db.ts";
+import { WINDOW_FULL, WINDOW_OPENS } from "./rate-limit-sql.ts";
 
 /** One group of one queue, as the fair claim shares it. */
 export interface GroupStats {
@@ -63,9 +64,8 @@ with waiting as (
 select k.key, k.waiting, k.rate_limit as "limit", k.period_ms as "periodMs",
        coalesce((select count(*) from unnest(w.starts) t where t > now() - k.period_ms * interval '1 millisecond'), 0)::integer
          as "startedInWindow",
-       case when cardinality(w.starts) >= k.rate_limit
-             and w.starts[cardinality(w.starts) - k.rate_limit + 1] > now() - k.period_ms * interval '1 millisecond'
-            then w.starts[cardinality(w.starts) - k.rate_limit + 1] + k.period_ms * interval '1 millisecond' end as "opensAt"
+       case when ${WINDOW_FULL("w", "k.rate_limit", "k.period_ms")}
+            then ${WINDOW_OPENS("w", "k.rate_limit", "k.period_ms")} end as "opensAt"
 from waiting k left join leasehold.rate_windows w on w.key = k.key
 order by k.waiting desc, k.key`;
 

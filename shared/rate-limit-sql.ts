@@ -8,15 +8,23 @@
  */
 
 /**
- * Whether job `j`'s rate limit key has no room now: its window holds
- * `rate_limit` starts within the job's period. The window's starts are kept
- * oldest first, so that is one look at the limit-th newest. As read from the
- * statement's snapshot: a pre-filter that keeps a full key's jobs from
- * taking a claim's places; the locked window decides (`RATE_ADMIT`).
+ * A key's window `w` is full for a limit and period: it holds `limit` starts
+ * within the period. The window's starts are kept oldest first, so that is
+ * one look at the limit-th newest; it opens one period after that start.
+ */
+const LIMITTH_NEWEST = (w: string, limit: string) => `${w}.starts[cardinality(${w}.starts) - ${limit} + 1]`;
+export const WINDOW_FULL = (w: string, limit: string, periodMs: string) =>
+  `cardinality(${w}.starts) >= ${limit} and ${LIMITTH_NEWEST(w, limit)} > now() - ${periodMs} * interval '1 millisecond'`;
+export const WINDOW_OPENS = (w: string, limit: string, periodMs: string) =>
+  `${LIMITTH_NEWEST(w, limit)} + ${periodMs} * interval '1 millisecond'`;
+
+/**
+ * Whether job `j`'s rate limit key has no room now, as read from the
+ * statement's snapshot: a pre-filter that keeps a full key's jobs from taking
+ * a claim's places; the locked window decides (`RATE_ADMIT`).
  */
 export const RATE_FULL = (j: string) => `exists (select 1 from leasehold.rate_windows w
-        where w.key = ${j}.rate_key and cardinality(w.starts) >= ${j}.rate_limit
-          and w.starts[cardinality(w.starts) - ${j}.rate_limit + 1] > now() - ${j}.rate_period_ms * interval '1 millisecond')`;
+        where w.key = ${j}.rate_key and ${WINDOW_FULL("w", `${j}.rate_limit`, `${j}.rate_period_ms`)})`;
 
 /**
  * Rate limits, before the concurrency limits: a picked job with a rate key is
@@ -85,20 +93,20 @@ export const RATE_WRITES = `, rate_counts as (
 export const RATE_CLAIMED = " and (a.rate_key is null or a.rate_key in (select key from rate_held union all select key from rate_added))";
 
 /**
- * When the first window of a key with ready jobs opens (null: none is full):
- * read from the windows that can be full (a start within their period), each
- * with one ready job of its key that a runner could claim ($1 queues, $2 the
- * longest lease, $3 job names or null). A job's limit and period are its own.
+ * When the first full window of a key with ready jobs opens (null: none is
+ * full), read from the windows that can be full (a start within their
+ * period), each with one ready job of its key that a runner could claim:
+ * `claimable` selects such a job's `rate_limit` and `rate_period_ms` for key
+ * `w.key` (a job's limit and period are its own).
  */
-export const RATE_OPENS_AT = `
-select min(w.starts[cardinality(w.starts) - j.rate_limit + 1] + j.rate_period_ms * interval '1 millisecond') as opens_at, now() as now
+export const FIRST_WINDOW_OPENING = (claimable: string) => `(select min(${WINDOW_OPENS("w", "j.rate_limit", "j.rate_period_ms")})
 from leasehold.rate_windows w
-cross join lateral (
-  select j.rate_limit, j.rate_period_ms from leasehold.jobs j
-  where j.status = 'queued' and j.rate_key = w.key and j.queue = any($1::text[]) and j.run_at <= now()
-    and j.lease_ms <= $2::integer and not j.suspect and ($3::text[] is null or j.name = any($3::text[]))
-  limit 1
-) j
+cross join lateral (${claimable} limit 1) j
 where w.starts[cardinality(w.starts)] > now() - w.period_ms * interval '1 millisecond'
-  and cardinality(w.starts) >= j.rate_limit
-  and w.starts[cardinality(w.starts) - j.rate_limit + 1] > now() - j.rate_period_ms * interval '1 millisecond'`;
+  and ${WINDOW_FULL("w", "j.rate_limit", "j.rate_period_ms")})`;
+
+/** `FIRST_WINDOW_OPENING` for one runner: $1 its queues, $2 the longest lease, $3 job names or null. */
+export const RATE_OPENS_AT = `
+select ${FIRST_WINDOW_OPENING(`select j.rate_limit, j.rate_period_ms from leasehold.jobs j
+  where j.status = 'queued' and j.rate_key = w.key and j.queue = any($1::text[]) and j.run_at <= now()
+    and j.lease_ms <= $2::integer and not j.suspect and ($3::text[] is null or j.name = any($3::text[]))`)} as opens_at, now() as now`;

@@ -80,9 +80,8 @@ export function rateOf(name: string, spec: RateLimit | undefined, payload: unkno
     return { path: [...at, "rateLimit"], message: `job type ${name} declares no rateLimit: declare one in defineJob, so its runners claim it under the limit` };
   }
   if (!spec) return NONE;
-  let key: string | null | undefined = own?.key ?? (typeof spec.key === "function" ? spec.key(payload) : (spec.key ?? name));
-  if (key === undefined) key = null;
-  if (key === null) return NONE;
+  const key = own?.key ?? (typeof spec.key === "function" ? spec.key(payload) : (spec.key ?? name));
+  if (key === null || key === undefined) return NONE;
   const problem = keyProblem(key);
   if (problem) return { path: [...at, "payload"], message: `its rate limit key ${problem}` };
   return { rateKey: key, rateLimit: own?.limit ?? spec.limit, ratePeriodMs: own?.periodMs ?? spec.periodMs };

@@ -65,7 +65,7 @@ export class Producer {
       const { jobs, suspectsWaiting } = await this.retry(() =>
         claimBatch(this.o.store, {
           queue, runnerId: this.o.runnerId, limit: want, maxLeaseMs, suspects, names: this.o.names, fair: this.o.fair,
-          limited: this.o.limited || this.o.rated, rated: this.o.rated, rateRoom,
+          limited: this.o.limited, rated: this.o.rated, rateRoom,
         }),
       );
       if (!suspects) this.drained = jobs.length < want;
