@@ -1,4 +1,4 @@
-import { createPgPool } from "../shared/drivers/pg.ts";
+import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { runChild } from "./children.ts";
 import { checkpoint, dropDb, dsnFor, freshDb } from "./db.ts";
 import { leasehold } from "./leasehold.ts";
@@ -32,7 +32,7 @@ const BACKLOG_SQL: Record<BacklogKind, string> = {
   ahead: `1, now() + interval '1 hour' + g * interval '50 milliseconds'`,
 };
 
-/** The claim's row-picking part, as in shared/claim.ts, for EXPLAIN only. */
+/** The claim's row-picking part, as in shared/lifecycle/claim.ts, for EXPLAIN only. */
 const PICK = `select id from leasehold.jobs
   where status = 'queued' and queue = 'bench' and run_at <= now() and lease_ms <= 60000
   order by priority desc, run_at, id limit 20 for update skip locked`;

@@ -1,5 +1,5 @@
-import { createNeonPool } from "../shared/drivers/neon.ts";
-import { runWorker } from "../shared/worker.ts";
+import { createNeonPool } from "../shared/db/drivers/neon.ts";
+import { runWorker } from "../shared/runner/worker.ts";
 import { registry } from "../jobs/index.ts";
 
 /**

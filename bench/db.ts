@@ -1,7 +1,7 @@
 import pg from "pg";
-import type { Store } from "../shared/db.ts";
-import { createPgPool } from "../shared/drivers/pg.ts";
-import { migrate } from "../shared/migrate.ts";
+import type { Store } from "../shared/db/db.ts";
+import { createPgPool } from "../shared/db/drivers/pg.ts";
+import { migrate } from "../shared/db/migrate.ts";
 import { now, sleep } from "./stats.ts";
 
 /** Database plumbing for the driver: fresh databases, CHECKPOINT, server facts. */

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { createEdgeWorker } from "../functions/edge/worker.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 
 export const edgeBenchType = defineJob({ name: "bench.edge", schema: z.object({ i: z.number().int() }), handler: () => {} });
 export const edgeBenchRegistry = createRegistry([edgeBenchType]);

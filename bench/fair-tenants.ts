@@ -1,8 +1,8 @@
 import { z } from "zod";
-import type { Store } from "../shared/db.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { runWorker } from "../shared/worker.ts";
+import type { Store } from "../shared/db/db.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { runWorker } from "../shared/runner/worker.ts";
 import { withLeaseholdDb } from "./db.ts";
 import type { Phase } from "./phases.ts";
 import { round } from "./stats.ts";

@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import type { Store } from "../shared/db.ts";
-import { createPgPool } from "../shared/drivers/pg.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { createRegistry, defineJob, type JobType } from "../shared/job.ts";
-import { migrate } from "../shared/migrate.ts";
-import { runWorker, type WorkerOptions } from "../shared/worker.ts";
+import type { Store } from "../shared/db/db.ts";
+import { createPgPool } from "../shared/db/drivers/pg.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob, type JobType } from "../shared/jobs/job.ts";
+import { migrate } from "../shared/db/migrate.ts";
+import { runWorker, type WorkerOptions } from "../shared/runner/worker.ts";
 import { peakRssMiB, type ChildArgs } from "./child-io.ts";
 import { drainChild, type DrainResult } from "./drain-child.ts";
 import type { ExecResult, HopResult, Lib } from "./lib.ts";

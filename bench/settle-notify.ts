@@ -14,13 +14,13 @@
  * Prints the median and p90 settle time per variant and batch size.
  */
 import pg from "pg";
-import { claimJobs } from "../shared/claim.ts";
-import { sql, type Store } from "../shared/db.ts";
-import { createPgPool } from "../shared/drivers/pg.ts";
-import { enqueueJobs, job } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
-import { migrate } from "../shared/migrate.ts";
-import { JOB_ENDED_CHANNEL, settleJobs, type Lease } from "../shared/settle.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { sql, type Store } from "../shared/db/db.ts";
+import { createPgPool } from "../shared/db/drivers/pg.ts";
+import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
+import { migrate } from "../shared/db/migrate.ts";
+import { JOB_ENDED_CHANNEL, settleJobs, type Lease } from "../shared/lifecycle/settle.ts";
 import { z } from "zod";
 
 const BEFORE = `with done as (

@@ -2,11 +2,11 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import pg from "pg";
-import { defineConfig, type Config } from "../shared/config.ts";
-import { resolveSettings } from "../shared/settings.ts";
-import type { Pool, Store } from "../shared/db.ts";
-import type { Registry } from "../shared/job.ts";
-import type { RecurringJob } from "../shared/recurring.ts";
+import { defineConfig, type Config } from "../shared/settings/config.ts";
+import { resolveSettings } from "../shared/settings/settings.ts";
+import type { Pool, Store } from "../shared/db/db.ts";
+import type { Registry } from "../shared/jobs/job.ts";
+import type { RecurringJob } from "../shared/jobs/recurring.ts";
 import { CliError, EXIT, usageError } from "./errors.ts";
 import { readDevStackState } from "../dev/state.ts";
 import { describeTarget, resolveWakeTarget, invokeScheduler, type WakeTarget } from "./wake.ts";
@@ -154,7 +154,7 @@ export function createContext(
 
   const getPool = (): Pool => {
     if (!pool) {
-      // pg directly rather than shared/drivers/pg.ts, for the connect timeout:
+      // pg directly rather than shared/db/drivers/pg.ts, for the connect timeout:
       // an unreachable host should fail in seconds, not hang.
       pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
       pool.on("error", () => {}); // an idle client's lost connection: the next query reports it

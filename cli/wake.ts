@@ -4,7 +4,7 @@ import { pathToFileURL } from "node:url";
 import { lambdaClient } from "../functions/aws.ts";
 import { atFallback, createSchedulerWaker } from "../functions/waker.ts";
 import { DEV_AWS, sameDatabase, type DevStackState } from "../dev/state.ts";
-import { schedulerFunctionName } from "../shared/deployed.ts";
+import { schedulerFunctionName } from "../shared/settings/deployed.ts";
 import { usageError } from "./errors.ts";
 
 /**
@@ -12,7 +12,7 @@ import { usageError } from "./errors.ts";
  * job starts now rather than at the daily safety net. The first that applies:
  *
  * 1. `--stage <stage>`: the scheduler the component deployed to that SST
- *    stage, named from the app's name in `sst.config.ts` (shared/deployed.ts);
+ *    stage, named from the app's name in `sst.config.ts` (shared/settings/deployed.ts);
  *    the AWS SDK finds credentials and region as `sst deploy` does.
  * 2. `LEASEHOLD_SCHEDULER_FUNCTION`: that function, with the SDK's defaults.
  * 3. The dev stack running in this directory (`.dev-data/stack.json`), when

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { defineConfig, type Config } from "../shared/config.ts";
+import { defineConfig, type Config } from "../shared/settings/config.ts";
 
 /** The file an app keeps its Leasehold config in, at its root. */
 export const APP_CONFIG_FILE = "leasehold.config.ts";

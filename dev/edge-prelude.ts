@@ -4,7 +4,7 @@
  * WebSocket relay whose address the bundle was built with. Workers have no
  * process environment, and the deployed Worker reads no such binding.
  */
-import { useWsRelay } from "../shared/drivers/neon.ts";
+import { useWsRelay } from "../shared/db/drivers/neon.ts";
 
 declare const __LEASEHOLD_WS_RELAY__: string;
 

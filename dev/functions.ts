@@ -3,8 +3,8 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Config } from "../shared/config.ts";
-import { functionSpecs, type FunctionSpec } from "../shared/function-specs.ts";
+import { type Config } from "../shared/settings/config.ts";
+import { functionSpecs, type FunctionSpec } from "../shared/settings/function-specs.ts";
 import { ENTRY_KINDS, writeEntries } from "../functions/entries.ts";
 
 const EXT = import.meta.url.endsWith(".js") ? ".js" : ".ts";

@@ -1,6 +1,6 @@
 /**
  * Settings that exist only on this machine: the dev stack's and the tests'.
- * They are not part of the deployed contract (shared/environment.ts), and
+ * They are not part of the deployed contract (shared/settings/environment.ts), and
  * nothing in functions/ or shared/ reads them (test/environment.test.ts
  * greps for their names there). The dev stack sets them on its local Lambda
  * runtime; the prelude it bundles into its local functions

@@ -4,7 +4,7 @@
  * after the response. `test/edge-bundle.test.ts` bundles this file for a
  * browser-like platform and fails on any Node built-in import.
  */
-import { createNeonPool } from "../shared/drivers/neon.ts";
+import { createNeonPool } from "../shared/db/drivers/neon.ts";
 import { createSignupApp } from "./signup-route.ts";
 
 export interface EdgeEnv {

@@ -12,9 +12,9 @@ import { Hono } from "hono";
 import { validator } from "hono/validator";
 import { z } from "zod";
 import { sendWelcomeEmail } from "../jobs/index.ts";
-import { schemaIdent, transaction, type Pool, type Queryable } from "../shared/db.ts";
-import { enqueue } from "../shared/enqueue.ts";
-import type { Waker } from "../shared/wake.ts";
+import { schemaIdent, transaction, type Pool, type Queryable } from "../shared/db/db.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import type { Waker } from "../shared/scheduler/wake.ts";
 
 export const signupSchema = z.object({ email: z.email(), name: z.string().min(1).max(200) });
 

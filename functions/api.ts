@@ -8,9 +8,9 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import WebSocket from "ws";
-import { createNeonPool } from "../shared/drivers/neon.ts";
-import { SERVICE_NAME } from "../shared/metrics-names.ts";
-import { servingRules } from "../shared/serving.ts";
+import { createNeonPool } from "../shared/db/drivers/neon.ts";
+import { SERVICE_NAME } from "../shared/observe/metrics-names.ts";
+import { servingRules } from "../shared/settings/serving.ts";
 import { createApp } from "./api/app.ts";
 import { readApiEnvironment, type LinkedResources } from "./api/env.ts";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
@@ -18,7 +18,7 @@ import { lambdaClient } from "./aws.ts";
 import { atFallback, createSchedulerWaker, settleBriefly } from "./waker.ts";
 
 export interface ApiHandlerOptions extends LeaseholdApp {
-  /** Default: the process's environment (shared/environment.ts) and SST's linked resources. */
+  /** Default: the process's environment (shared/settings/environment.ts) and SST's linked resources. */
   env?: Record<string, string | undefined>;
   resources?: LinkedResources;
 }

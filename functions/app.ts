@@ -1,9 +1,9 @@
-import { defineConfig, type Config, type ConfigInput } from "../shared/config.ts";
-import type { Registry } from "../shared/job.ts";
-import type { RecurringJob } from "../shared/recurring.ts";
-import type { Settings } from "../shared/settings.ts";
+import { defineConfig, type Config, type ConfigInput } from "../shared/settings/config.ts";
+import type { Registry } from "../shared/jobs/job.ts";
+import type { RecurringJob } from "../shared/jobs/recurring.ts";
+import type { Settings } from "../shared/settings/settings.ts";
 import { functionSettings } from "./env.ts";
-import { processEnvironment, type EnvSource } from "../shared/environment.ts";
+import { processEnvironment, type EnvSource } from "../shared/settings/environment.ts";
 
 /**
  * What every handler factory is built from: the app's job types, its

@@ -15,7 +15,7 @@ const requestHandler = { connectionTimeout: 500, requestTimeout: 900, throwOnReq
 /**
  * `config`: an endpoint, region or credentials other than the SDK's defaults
  * (the dev stack's local runtime); `maxAttempts: 1` for a caller that decides
- * its own retries (the scheduler: shared/invoke-backoff.ts).
+ * its own retries (the scheduler: shared/scheduler/invoke-backoff.ts).
  */
 export function lambdaClient(config: LambdaClientConfig = {}): LambdaClient {
   return new LambdaClient({ requestHandler, maxAttempts: 2, ...config });

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
-import type { Config } from "../shared/config.ts";
+import type { Config } from "../shared/settings/config.ts";
 
 /**
  * The entry file of each Leasehold function: three lines that import the

@@ -1,9 +1,9 @@
 import { Resource } from "sst";
 import WebSocket from "ws";
-import type { Pool } from "../shared/db.ts";
-import { createNeonPool } from "../shared/drivers/neon.ts";
-import { processEnvironment, type EnvSource } from "../shared/environment.ts";
-import { resolveSettings, type Settings } from "../shared/settings.ts";
+import type { Pool } from "../shared/db/db.ts";
+import { createNeonPool } from "../shared/db/drivers/neon.ts";
+import { processEnvironment, type EnvSource } from "../shared/settings/environment.ts";
+import { resolveSettings, type Settings } from "../shared/settings/settings.ts";
 
 /**
  * What every function needs from its environment. Deployed, secrets come
@@ -30,7 +30,7 @@ export function linkedSecret(name: string, resources: LinkedResources = Resource
 
 /**
  * The settings of a function, resolved once at its cold start (see
- * shared/settings.ts): linked secrets first, then the environment infra set,
+ * shared/settings/settings.ts): linked secrets first, then the environment infra set,
  * then the config the handler was built with.
  */
 export function functionSettings(config: { schema: string }, env: EnvSource = processEnvironment()): Settings {
@@ -53,4 +53,4 @@ export function openPool(settings: Settings, max: number, wsProxy?: string): Poo
 }
 
 // Re-exported: every function closes its pool this way, on Lambda and on the edge.
-export { closePool, POOL_CLOSE_MS } from "../shared/db.ts";
+export { closePool, POOL_CLOSE_MS } from "../shared/db/db.ts";

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { format } from "node:util";
-import type { JobType, Registry } from "../shared/job.ts";
+import type { JobType, Registry } from "../shared/jobs/job.ts";
 
 /**
  * Handlers' own output, labelled by job, for `leasehold dev`: what a handler

@@ -11,5 +11,5 @@ export { createApiHandler, type ApiHandlerOptions } from "./api.ts";
 export { createMigrateHandler } from "./migrate.ts";
 export type { LeaseholdApp } from "./app.ts";
 /** The Neon pool the functions use (over WebSocket; `wsProxy` for a local relay). */
-export { createNeonPool } from "../shared/drivers/neon.ts";
+export { createNeonPool } from "../shared/db/drivers/neon.ts";
 export { linkedLeasehold, schedulerWaker, settleBriefly } from "./waker.ts";

@@ -1,9 +1,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { defineConfig, type Config, type ConfigInput } from "../shared/config.ts";
-import { loadMigrations, migrate } from "../shared/migrate.ts";
+import { defineConfig, type Config, type ConfigInput } from "../shared/settings/config.ts";
+import { loadMigrations, migrate } from "../shared/db/migrate.ts";
 import { closePool, functionSettings, openPool } from "./env.ts";
-import { readEnvironment } from "../shared/environment.ts";
+import { readEnvironment } from "../shared/settings/environment.ts";
 import { logger } from "./observability.ts";
 
 /**

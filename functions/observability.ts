@@ -1,8 +1,8 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
-import { deathFields, type DeadJob } from "../shared/deaths.ts";
-import { Dimension, Metric, METRICS_NAMESPACE, SERVICE_NAME, type MetricName } from "../shared/metrics-names.ts";
-import type { WorkerLog } from "../shared/worker.ts";
+import { deathFields, type DeadJob } from "../shared/observe/deaths.ts";
+import { Dimension, Metric, METRICS_NAMESPACE, SERVICE_NAME, type MetricName } from "../shared/observe/metrics-names.ts";
+import type { WorkerLog } from "../shared/runner/worker.ts";
 
 export type Unit = (typeof MetricUnit)[keyof typeof MetricUnit];
 
@@ -23,7 +23,7 @@ export function serviceMetrics(): Metrics {
 
 /**
  * Publishes per-queue metrics, each queue in a flush of its own so `queue`
- * never lands on the service-wide metrics (see shared/metrics-names.ts).
+ * never lands on the service-wide metrics (see shared/observe/metrics-names.ts).
  */
 export function publishPerQueue(values: Map<string, [MetricName, Unit, number][]>): void {
   for (const [queue, metrics] of values) {

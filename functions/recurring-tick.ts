@@ -1,5 +1,5 @@
-import type { Pool, Store } from "../shared/db.ts";
-import { enqueueTick, latestTick, nextTick, type RecurringJob, type TickResult } from "../shared/recurring.ts";
+import type { Pool, Store } from "../shared/db/db.ts";
+import { enqueueTick, latestTick, nextTick, type RecurringJob, type TickResult } from "../shared/jobs/recurring.ts";
 import { logger } from "./observability.ts";
 
 /** A tick delivered by a recurring job's EventBridge schedule (its `<aws.scheduler.scheduled-time>`). */

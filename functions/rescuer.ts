@@ -1,10 +1,10 @@
 import type { Context } from "aws-lambda";
-import { pruneRunners } from "../shared/fleet.ts";
-import { Metric, type MetricName } from "../shared/metrics-names.ts";
-import { describeDeaths } from "../shared/deaths.ts";
-import { rescueExpiredLeases, type RescueResult } from "../shared/rescue.ts";
-import { pruneJobs, queueStats } from "../shared/stats.ts";
-import { claimable } from "../shared/serving.ts";
+import { pruneRunners } from "../shared/scheduler/fleet.ts";
+import { Metric, type MetricName } from "../shared/observe/metrics-names.ts";
+import { describeDeaths } from "../shared/observe/deaths.ts";
+import { rescueExpiredLeases, type RescueResult } from "../shared/lifecycle/rescue.ts";
+import { pruneJobs, queueStats } from "../shared/observe/stats.ts";
+import { claimable } from "../shared/settings/serving.ts";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { closePool, openPool } from "./env.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, type Unit } from "./observability.ts";

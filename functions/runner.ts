@@ -1,17 +1,17 @@
 import type { Context } from "aws-lambda";
 import { z } from "zod";
-import { lightRunner, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { lightRunner, RUNNER_MARGIN_MS } from "../shared/settings/config.ts";
 import { environmentLinger } from "../shared/runner/linger.ts";
 import type { SettledEvent } from "../shared/runner/options.ts";
-import { Metric, type MetricName } from "../shared/metrics-names.ts";
-import { servingRules } from "../shared/serving.ts";
-import { runSession } from "../shared/session.ts";
-import type { WorkerSummary } from "../shared/worker.ts";
-import { createWaker } from "../shared/wake.ts";
+import { Metric, type MetricName } from "../shared/observe/metrics-names.ts";
+import { servingRules } from "../shared/settings/serving.ts";
+import { runSession } from "../shared/runner/session.ts";
+import type { WorkerSummary } from "../shared/runner/worker.ts";
+import { createWaker } from "../shared/scheduler/wake.ts";
 import { invokeAsync, lambdaClient } from "./aws.ts";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { closePool, openPool } from "./env.ts";
-import { readEnvironment } from "../shared/environment.ts";
+import { readEnvironment } from "../shared/settings/environment.ts";
 import { WAKE_EVENT } from "./waker.ts";
 import { labelHandlerOutput } from "./job-output.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
@@ -35,7 +35,7 @@ const eventSchema = z.object({
 });
 
 export interface RunnerHandlerOptions extends LeaseholdApp {
-  /** Which of `config.runners` this function is; default: $LEASEHOLD_RUNNER (set by infra; shared/environment.ts). */
+  /** Which of `config.runners` this function is; default: $LEASEHOLD_RUNNER (set by infra; shared/settings/environment.ts). */
   runner?: string;
 }
 

@@ -1,6 +1,6 @@
 import type { LambdaClient } from "@aws-sdk/client-lambda";
-import { classifyInvokeError, type InvokeBackoff } from "../shared/invoke-backoff.ts";
-import { Dimension, Metric, type MetricName } from "../shared/metrics-names.ts";
+import { classifyInvokeError, type InvokeBackoff } from "../shared/scheduler/invoke-backoff.ts";
+import { Dimension, Metric, type MetricName } from "../shared/observe/metrics-names.ts";
 import { invokeAsync } from "./aws.ts";
 import { logger, MetricUnit, serviceMetrics } from "./observability.ts";
 

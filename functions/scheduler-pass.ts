@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import type { Config } from "../shared/config.ts";
-import type { Pool } from "../shared/db.ts";
-import type { Environment } from "../shared/environment.ts";
-import { schedulePass as sharedPass } from "../shared/fanout.ts";
-import type { Registry } from "../shared/job.ts";
+import type { Config } from "../shared/settings/config.ts";
+import type { Pool } from "../shared/db/db.ts";
+import type { Environment } from "../shared/settings/environment.ts";
+import { schedulePass as sharedPass } from "../shared/scheduler/fanout.ts";
+import type { Registry } from "../shared/jobs/job.ts";
 import { logger } from "./observability.ts";
 
 /** Deployed function name of each runner (infra sets the map; locally the config name is the function name). */

@@ -1,6 +1,6 @@
 import type { SchedulerClient } from "@aws-sdk/client-scheduler";
 import type { Context } from "aws-lambda";
-import type { Environment } from "../shared/environment.ts";
+import type { Environment } from "../shared/settings/environment.ts";
 import { armWake, disarmWake } from "./aws.ts";
 import { logger } from "./observability.ts";
 import { WAKE_EVENT } from "./waker.ts";

@@ -1,8 +1,8 @@
 import type { SchedulerClient } from "@aws-sdk/client-scheduler";
 import type { Context } from "aws-lambda";
 import { z } from "zod";
-import { readEnvironment } from "../shared/environment.ts";
-import { InvokeBackoff } from "../shared/invoke-backoff.ts";
+import { readEnvironment } from "../shared/settings/environment.ts";
+import { InvokeBackoff } from "../shared/scheduler/invoke-backoff.ts";
 import { lambdaClient, schedulerClient } from "./aws.ts";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { logger } from "./observability.ts";
@@ -17,7 +17,7 @@ import { SchedulerInvocation, type SchedulerSummary, type WarmScheduler } from "
  * recurring job's schedule, or by the daily safety-net cron, it loops: a pass (count ready jobs, fan out runner
  * invocations), rescue of expired leases, an `at()` schedule at the earliest
  * running lease's expiry (a runner may die), then the next due job or tick
- * decides (shared/wake-plan.ts): return (nothing queued: no connection until
+ * decides (shared/scheduler/wake-plan.ts): return (nothing queued: no connection until
  * the next enqueue), sleep toward it with the pool closed (and start runners
  * `startLeadMs` early, told to wait for it), arm an EventBridge `at()`
  * schedule ahead of it by its 60 s precision, or hand over to a fresh
@@ -25,7 +25,7 @@ import { SchedulerInvocation, type SchedulerSummary, type WarmScheduler } from "
  *
  * No Invoke failure ends it in an error: a function Lambda refuses (throttled,
  * missing, a reset, no answer) is asked again after a backoff
- * (shared/invoke-backoff.ts), an `at()` schedule is armed for that retry, and
+ * (shared/scheduler/invoke-backoff.ts), an `at()` schedule is armed for that retry, and
  * a hand-over that fails falls back to an `at()` schedule; if that fails too,
  * WatchLost says so.
  */

@@ -3,9 +3,9 @@
  * CloudWatch alarm, and tests compare the specs with the metrics the
  * functions really publish. No SST globals here.
  */
-import { type Config } from "../shared/config.ts";
-import { runnerFunctions } from "../shared/function-specs.ts";
-import { Metric, METRICS_NAMESPACE, metricDimensions } from "../shared/metrics-names.ts";
+import { type Config } from "../shared/settings/config.ts";
+import { runnerFunctions } from "../shared/settings/function-specs.ts";
+import { Metric, METRICS_NAMESPACE, metricDimensions } from "../shared/observe/metrics-names.ts";
 
 export const LAMBDA_NAMESPACE = "AWS/Lambda";
 

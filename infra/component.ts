@@ -19,10 +19,10 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { defineConfig, type Config, type ConfigInput } from "../shared/config.ts";
-import { ENTRIES_DIR } from "../shared/function-specs.ts";
-import type { RecurringJob } from "../shared/recurring.ts";
-import { componentChild } from "../shared/deployed.ts";
+import { defineConfig, type Config, type ConfigInput } from "../shared/settings/config.ts";
+import { ENTRIES_DIR } from "../shared/settings/function-specs.ts";
+import type { RecurringJob } from "../shared/jobs/recurring.ts";
+import { componentChild } from "../shared/settings/deployed.ts";
 import { entryHandler, writeEntries } from "../functions/entries.ts";
 import { createAlarms } from "./alarms.ts";
 import type { InfraContext } from "./context.ts";

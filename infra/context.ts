@@ -1,5 +1,5 @@
-import type { Config } from "../shared/config.ts";
-import type { RecurringJob } from "../shared/recurring.ts";
+import type { Config } from "../shared/settings/config.ts";
+import type { RecurringJob } from "../shared/jobs/recurring.ts";
 
 /**
  * What every part of the component is built from. `child` names a resource

@@ -1,9 +1,9 @@
 /**
  * One CloudWatch dashboard: queue depth and age, throughput, failures, dead
  * jobs, unserved jobs, runner concurrency, and the scheduler's Invokes. Metric names and dimensions come from
- * shared/metrics-names.ts, the same constants the functions publish with.
+ * shared/observe/metrics-names.ts, the same constants the functions publish with.
  */
-import { Metric, METRICS_NAMESPACE, metricDimensions, type MetricName } from "../shared/metrics-names.ts";
+import { Metric, METRICS_NAMESPACE, metricDimensions, type MetricName } from "../shared/observe/metrics-names.ts";
 import { configuredQueues, invokedFunctions, LAMBDA_NAMESPACE } from "./alarm-specs.ts";
 import type { InfraContext } from "./context.ts";
 

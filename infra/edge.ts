@@ -6,7 +6,7 @@
  * sits next to the Lambda runners (or instead of them, with `runners: {}`),
  * on the same database and migrations. See docs/deploy.md, "On the edge".
  */
-import { EDGE_ENV } from "../shared/environment.ts";
+import { EDGE_ENV } from "../shared/settings/environment.ts";
 import type { InfraContext } from "./context.ts";
 
 /** Workers cron syntax: five fields (minute hour day-of-month month day-of-week). */

@@ -6,9 +6,9 @@
  * crons are made here too; the wake role and the recurring jobs' schedules
  * come from infra/wake.ts.
  */
-import { functionSpecs, runnerFunctions, type FunctionSpec } from "../shared/function-specs.ts";
-import { writeEnvironment } from "../shared/environment.ts";
-import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
+import { functionSpecs, runnerFunctions, type FunctionSpec } from "../shared/settings/function-specs.ts";
+import { writeEnvironment } from "../shared/settings/environment.ts";
+import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/observe/metrics-names.ts";
 import { componentName, type InfraContext } from "./context.ts";
 import { parseSchedule } from "./schedule.ts";
 import { createWake, type Wake } from "./wake.ts";
@@ -64,7 +64,7 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
       environment: {
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-        // One schema for every function (shared/settings.ts), from the app's config.
+        // One schema for every function (shared/settings/settings.ts), from the app's config.
         ...writeEnvironment({ schema: ctx.config.schema }),
         ...s.environment,
         ...extra.environment,

@@ -2,14 +2,14 @@
  * Migrations run as part of every deploy that brings new migrations (or a new
  * database): the `Migrate` function is invoked once by the deploy itself.
  * Applying migrations is idempotent (advisory lock + applied-ids table, see
- * shared/migrate.ts), so a second run does nothing.
+ * shared/db/migrate.ts), so a second run does nothing.
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { functionSpecs } from "../shared/function-specs.ts";
-import { writeEnvironment } from "../shared/environment.ts";
-import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
+import { functionSpecs } from "../shared/settings/function-specs.ts";
+import { writeEnvironment } from "../shared/settings/environment.ts";
+import { METRICS_NAMESPACE, SERVICE_NAME } from "../shared/observe/metrics-names.ts";
 import type { InfraContext } from "./context.ts";
 
 /** Hash of every file in the migrations directory: a new or edited migration re-runs the invocation. */

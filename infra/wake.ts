@@ -1,11 +1,11 @@
 /**
  * What wakes the scheduler besides an enqueue: the role EventBridge Scheduler
  * assumes to invoke it (for the one-time `at()` schedules the scheduler and
- * the API arm, see shared/wake-plan.ts), and one EventBridge schedule per
+ * the API arm, see shared/scheduler/wake-plan.ts), and one EventBridge schedule per
  * recurring job (the app's `recurring`), each delivering its tick time.
  */
-import { toAwsCron } from "../shared/aws-cron.ts";
-import { schedulerFunctionName as deployedSchedulerName } from "../shared/deployed.ts";
+import { toAwsCron } from "../shared/scheduler/aws-cron.ts";
+import { schedulerFunctionName as deployedSchedulerName } from "../shared/settings/deployed.ts";
 import type { InfraContext } from "./context.ts";
 
 export interface Wake {

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { defineRecurring, type RecurringJob } from "../shared/recurring.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { defineRecurring, type RecurringJob } from "../shared/jobs/recurring.ts";
 
 /**
  * The app's job types. The runner serves these; the API and in-route enqueue
@@ -93,7 +93,7 @@ export const crunch = defineJob({
 
 /**
  * Recurring jobs, each next to its job type: a cron expression and a time
- * zone (see shared/recurring.ts). infra/ deploys one EventBridge schedule each.
+ * zone (see shared/jobs/recurring.ts). infra/ deploys one EventBridge schedule each.
  */
 export const recurring: RecurringJob[] = [dailyReport];
 

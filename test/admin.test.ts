@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cancelJob, getJob, listJobs, retryDeadJobs, retryJob } from "../shared/admin.ts";
-import { claimJobs } from "../shared/claim.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { completeJobs, failJobs } from "../shared/settle.ts";
-import { claimable } from "../shared/serving.ts";
-import { countReady, pruneJobs, queueStats } from "../shared/stats.ts";
+import { cancelJob, getJob, listJobs, retryDeadJobs, retryJob } from "../shared/observe/admin.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { completeJobs, failJobs } from "../shared/lifecycle/settle.ts";
+import { claimable } from "../shared/settings/serving.ts";
+import { countReady, pruneJobs, queueStats } from "../shared/observe/stats.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { registry as appRegistry } from "../jobs/index.ts";
-import { defineConfig } from "../shared/config.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { servingRules } from "../shared/serving.ts";
+import { defineConfig } from "../shared/settings/config.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { servingRules } from "../shared/settings/serving.ts";
 import { createApp, type App } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";

@@ -5,7 +5,7 @@ import { inject } from "vitest";
 import { generateToken } from "../functions/api/auth.ts";
 import { readApiEnvironment } from "../functions/api/env.ts";
 import { recurring, registry } from "../jobs/index.ts";
-import { useWsRelay } from "../shared/drivers/neon.ts";
+import { useWsRelay } from "../shared/db/drivers/neon.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 
 /** The Lambda entry itself: env config, Neon per request, the scheduler woken before it returns. */

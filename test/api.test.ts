@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registry } from "../jobs/index.ts";
 import { createApp, type App } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
-import { claimJobs } from "../shared/claim.ts";
-import { failJobs, settleJobs } from "../shared/settle.ts";
-import { enqueueJobs, job } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { failJobs, settleJobs } from "../shared/lifecycle/settle.ts";
+import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
 import { z } from "zod";
 import { createPool, createTestDb, drivers, type TestDb } from "./support/db.ts";
 

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createPgPool } from "../shared/drivers/pg.ts";
+import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { terminateBackends } from "./support/backends.ts";
 
 describe("terminating backends", () => {

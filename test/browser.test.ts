@@ -14,11 +14,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApp } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
-import { claimJobs } from "../shared/claim.ts";
-import { enqueue } from "../shared/enqueue.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { defineRecurring, enqueueTick, latestTick } from "../shared/recurring.ts";
-import { runWorker } from "../shared/worker.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { defineRecurring, enqueueTick, latestTick } from "../shared/jobs/recurring.ts";
+import { runWorker } from "../shared/runner/worker.ts";
 import { findChromium } from "./support/chromium.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 

@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimJobs, type ClaimedJob } from "../shared/claim.ts";
-import { enqueueJobs, job } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
-import { rescueExpiredLeases } from "../shared/rescue.ts";
-import { completeJobs, failJobs, releaseJobs } from "../shared/settle.ts";
+import { claimJobs, type ClaimedJob } from "../shared/lifecycle/claim.ts";
+import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
+import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
+import { completeJobs, failJobs, releaseJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 
 const payload = z.object({ key: z.string(), n: z.number().int() });

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimJobs, type ClaimedJob } from "../shared/claim.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { completeJobs, extendLease, failJobs, releaseJobs, settledEarlier, settleJobs } from "../shared/settle.ts";
+import { claimJobs, type ClaimedJob } from "../shared/lifecycle/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { completeJobs, extendLease, failJobs, releaseJobs, settledEarlier, settleJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
-import { defineJob } from "../shared/job.ts";
+import { defineJob } from "../shared/jobs/job.ts";
 import { z } from "zod";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

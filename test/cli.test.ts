@@ -7,12 +7,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getJob } from "../shared/admin.ts";
-import { claimJobs } from "../shared/claim.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
+import { getJob } from "../shared/observe/admin.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
 import { z } from "zod";
-import { failJobs, settleJobs } from "../shared/settle.ts";
+import { failJobs, settleJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
 import { sendWelcomeEmail } from "../jobs/index.ts";
@@ -168,7 +168,7 @@ describe("the leasehold CLI", () => {
 
   it("takes a job's own rate limit key with --rate-key (and --rate-limit, --rate-period), refused for a type without a rate limit", async () => {
     const zod = pathToFileURL(createRequire(import.meta.url).resolve("zod")).href;
-    const core = new URL("../shared/job.ts", import.meta.url).href;
+    const core = new URL("../shared/jobs/job.ts", import.meta.url).href;
     writeFileSync(join(tmp, "rated-jobs.ts"), `import { z } from ${JSON.stringify(zod)};
 import { createRegistry, defineJob } from ${JSON.stringify(core)};
 export const registry = createRegistry([
@@ -313,14 +313,14 @@ export const registry = createRegistry([
     expect(badPriority).toMatchObject({ code: 2, stderr: expect.stringContaining("--priority") });
     expect(badDelay).toMatchObject({ code: 2, stderr: expect.stringContaining("--delay") });
     expect(badQueue).toMatchObject({ code: 2, stderr: expect.stringContaining("--queue:") });
-    // No runner in shared/config.ts serves "reports": no job there could ever run.
+    // No runner in shared/settings/config.ts serves "reports": no job there could ever run.
     expect(unservedQueue).toMatchObject({ code: 2, stderr: expect.stringContaining('--queue: no runner serves queue "reports"') });
     expect(await countJobs()).toBe(before);
   });
 
   it("loads job types from --jobs, and refuses a module without a registry", async () => {
     const zod = pathToFileURL(createRequire(import.meta.url).resolve("zod")).href;
-    const core = new URL("../shared/job.ts", import.meta.url).href;
+    const core = new URL("../shared/jobs/job.ts", import.meta.url).href;
     writeFileSync(join(tmp, "jobs.ts"), `import { z } from ${JSON.stringify(zod)};
 import { createRegistry, defineJob } from ${JSON.stringify(core)};
 export const registry = createRegistry([defineJob({ name: "ping", schema: z.object({ n: z.number() }), handler: () => {} })]);\n`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { registry } from "../jobs/index.ts";
-import { defineConfig, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { defineConfig, RUNNER_MARGIN_MS } from "../shared/settings/config.ts";
 import config from "../leasehold.config.ts";
 
 describe("the deployment's configuration and the app's job types", () => {
@@ -48,9 +48,9 @@ describe("the edge consumer's configuration", () => {
   });
 });
 
-describe("one resolver for the settings several places read (shared/settings.ts)", () => {
+describe("one resolver for the settings several places read (shared/settings/settings.ts)", () => {
   it("takes a given value, then a linked secret, then the environment, then the config, then the default", async () => {
-    const { resolveSettings } = await import("../shared/settings.ts");
+    const { resolveSettings } = await import("../shared/settings/settings.ts");
     const secret = (name: string) => (name === "DatabaseUrl" ? "postgres://linked" : name === "ApiToken" ? "linked-token" : undefined);
     const env = { DATABASE_URL: "postgres://env", LEASEHOLD_SCHEMA: "env_schema", LEASEHOLD_API_TOKEN: "env-token" };
     expect(resolveSettings({ given: { schema: "flag_schema", databaseUrl: "postgres://flag" }, secret, env, config: { schema: "cfg" } }))
@@ -61,7 +61,7 @@ describe("one resolver for the settings several places read (shared/settings.ts)
   });
 
   it("refuses a schema that is not a plain identifier, naming the field and changing nothing", async () => {
-    const { resolveSettings } = await import("../shared/settings.ts");
+    const { resolveSettings } = await import("../shared/settings/settings.ts");
     expect(() => resolveSettings({ env: { LEASEHOLD_SCHEMA: 'x"; drop table jobs; --' } })).toThrow(/invalid schema name/);
     const thrown = (() => {
       try {

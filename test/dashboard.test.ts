@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApp, type App } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
-import { enqueue } from "../shared/enqueue.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { throughput } from "../shared/stats.ts";
-import { runWorker } from "../shared/worker.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { throughput } from "../shared/observe/stats.ts";
+import { runWorker } from "../shared/runner/worker.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 
 const token = generateToken();

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { enqueue } from "../shared/enqueue.ts";
-import type { JobType } from "../shared/job.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import type { JobType } from "../shared/jobs/job.ts";
 import { killer, refused, reshaped, slow, throws } from "./fixtures/e2e-jobs.ts";
 import { emfDocs, logLines, startStack, until, type Stack } from "./support/stack.ts";
 

@@ -1,14 +1,14 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { Pool, Store } from "../shared/db.ts";
-import { claimJobs } from "../shared/claim.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { createRegistry, defineJob, type EnqueuedJob } from "../shared/job.ts";
-import { failJobs } from "../shared/settle.ts";
-import { countReady, pruneJobs } from "../shared/stats.ts";
-import { nextDue } from "../shared/due.ts";
-import { runWorker } from "../shared/worker.ts";
+import type { Pool, Store } from "../shared/db/db.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob, type EnqueuedJob } from "../shared/jobs/job.ts";
+import { failJobs } from "../shared/lifecycle/settle.ts";
+import { countReady, pruneJobs } from "../shared/observe/stats.ts";
+import { nextDue } from "../shared/scheduler/due.ts";
+import { runWorker } from "../shared/runner/worker.ts";
 import { createPool, createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 /** Every handler start, as the handlers saw it: job id and the payload it got. */

@@ -44,7 +44,7 @@ describe("edge runtimes", () => {
   });
 
   it("fails a file that reaches the pg driver, so the check can fail", async () => {
-    const { errors } = await bundleForEdge("shared/drivers/pg.ts");
+    const { errors } = await bundleForEdge("shared/db/drivers/pg.ts");
     expect(errors.length).toBeGreaterThan(0);
     expect(errors.map((e) => e.text).join("\n")).toMatch(/Node built-in "(node:)?(net|events|fs|dns|util|crypto)"/);
   });

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Miniflare } from "miniflare";
-import { enqueueJobs, job } from "../shared/enqueue.ts";
+import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 import { edgeTestConfig, fireCron, postRun, runOnEdge, startEdge, until, type OracleHit } from "./support/edge.ts";
 import { edgeJobs } from "./fixtures/edge/jobs.ts";

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimJobs } from "../shared/claim.ts";
-import { enqueue, enqueueJobs, job, type JobSpec } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
-import { completeJobs } from "../shared/settle.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { enqueue, enqueueJobs, job, type JobSpec } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
+import { completeJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 
 const keyed = defineJob({ name: "keyed", schema: z.object({ n: z.number().int() }), queue: "keyed", handler: () => {} });

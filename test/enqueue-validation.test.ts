@@ -2,11 +2,11 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import defaultConfig from "../leasehold.config.ts";
-import { enqueue, enqueueClaimed, enqueueJobs, job, type EnqueueLimits, type JobSpec } from "../shared/enqueue.ts";
+import { enqueue, enqueueClaimed, enqueueJobs, job, type EnqueueLimits, type JobSpec } from "../shared/jobs/enqueue.ts";
 import { ValidationError } from "../shared/errors.ts";
-import { defineJob, type JobType } from "../shared/job.ts";
-import { servingRules } from "../shared/serving.ts";
-import { MIN_RUN_AT_MS } from "../shared/validate.ts";
+import { defineJob, type JobType } from "../shared/jobs/job.ts";
+import { servingRules } from "../shared/settings/serving.ts";
+import { MIN_RUN_AT_MS } from "../shared/jobs/validate.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const loose = defineJob({ name: "loose", schema: z.object({ value: z.unknown() }).passthrough(), handler: () => {} });

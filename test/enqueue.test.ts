@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineJob } from "../shared/job.ts";
-import { transaction, type Queryable } from "../shared/db.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
+import { transaction, type Queryable } from "../shared/db/db.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { ValidationError } from "../shared/errors.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 import { email, noop } from "./support/jobs.ts";
@@ -160,7 +160,7 @@ describe.each(drivers)("enqueue (%s driver)", (driver) => {
 describe("enqueue refuses payloads Postgres cannot store", () => {
   it("names a NUL character and a circular payload as validation errors, before any write", async () => {
     const { z } = await import("zod");
-    const { defineJob } = await import("../shared/job.ts");
+    const { defineJob } = await import("../shared/jobs/job.ts");
     const loose = defineJob({ name: "loose", schema: z.any(), handler: () => {} });
     const nowhere: Queryable = { query: () => Promise.reject(new Error("must not be reached")) };
     const nul = await enqueue({ db: nowhere, schema: "x" }, loose, { s: "a\u0000b" }).catch((e: unknown) => e);

@@ -1,5 +1,5 @@
 /**
- * The environment contract (shared/environment.ts): one schema of every
+ * The environment contract (shared/settings/environment.ts): one schema of every
  * variable infra writes and the functions read, one default each, no
  * other `process.env` read in functions/ or shared/, and no local-only
  * setting (dev/local-env.ts) named there.
@@ -8,9 +8,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { defineConfig } from "../shared/config.ts";
-import { functionSpecs } from "../shared/function-specs.ts";
-import { DEFAULT_RUNNER, DEFAULT_WAKE_PREFIX, DEPLOYED_ENVIRONMENT, EDGE_ENV, ENV, readEnvironment, writeEnvironment } from "../shared/environment.ts";
+import { defineConfig } from "../shared/settings/config.ts";
+import { functionSpecs } from "../shared/settings/function-specs.ts";
+import { DEFAULT_RUNNER, DEFAULT_WAKE_PREFIX, DEPLOYED_ENVIRONMENT, EDGE_ENV, ENV, readEnvironment, writeEnvironment } from "../shared/settings/environment.ts";
 import { edgeConfig, edgeSchema, edgeSecret, type EdgeEnv } from "../functions/edge/env.ts";
 import { LOCAL_ENV } from "../dev/local-env.ts";
 
@@ -39,12 +39,12 @@ const strayReads = (files: string[]) => codeLines(files, /process\.env\b/);
 const LOCAL_ONLY = new RegExp([...Object.values(LOCAL_ENV), "LOCAL_ENV", "local-env"].join("|"));
 
 describe("the environment contract", () => {
-  it("no file of functions/ or shared/ reads process.env but shared/environment.ts", () => {
+  it("no file of functions/ or shared/ reads process.env but shared/settings/environment.ts", () => {
     const files = [...sources("functions"), ...sources("shared")];
     expect(files.length).toBeGreaterThan(50);
-    expect(strayReads(files).filter((at) => !at.startsWith("shared/environment.ts:"))).toEqual([]);
+    expect(strayReads(files).filter((at) => !at.startsWith("shared/settings/environment.ts:"))).toEqual([]);
     // The grep finds a read where there is one.
-    expect(strayReads(["shared/environment.ts"])).toHaveLength(1);
+    expect(strayReads(["shared/settings/environment.ts"])).toHaveLength(1);
   });
 
   it("no file of functions/ or shared/ names a local-only setting, and the contract has none", () => {

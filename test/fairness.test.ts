@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimJobs } from "../shared/claim.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
-import { releaseJobs } from "../shared/settle.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
+import { releaseJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
 
@@ -158,9 +158,9 @@ describe("the fair claim's cost (pg driver)", () => {
 
   /** Pages the claim touches, rolled back. */
   async function claimBuffers(queue: string): Promise<{ buffers: number; plan: string; seqScans: string[] }> {
-    const { CLAIMS } = await import("../shared/claim-sql.ts");
+    const { CLAIMS } = await import("../shared/lifecycle/claim-sql.ts");
     const CLAIM_FAIR = CLAIMS.fair.limited;
-    const { sql } = await import("../shared/db.ts");
+    const { sql } = await import("../shared/db/db.ts");
     const client = await t.admin.connect();
     try {
       await client.query("begin");

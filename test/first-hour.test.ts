@@ -4,12 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimJobs } from "../shared/claim.ts";
-import { transaction, type Pool, type Store } from "../shared/db.ts";
-import { createPgPool } from "../shared/drivers/pg.ts";
-import { enqueue } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
-import { failJobs } from "../shared/settle.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { transaction, type Pool, type Store } from "../shared/db/db.ts";
+import { createPgPool } from "../shared/db/drivers/pg.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
+import { failJobs } from "../shared/lifecycle/settle.ts";
 import { installApp, linkPlatform, packLeasehold, ROOT, run, sstVersion } from "./support/packed.ts";
 
 /**

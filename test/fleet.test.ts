@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   pruneRunners, renewRunner, reserveRunners, RUNNER_TTL_MS, SCHEDULER_LOCK, STARTING_GRACE_MS, startRunner, stopRunner,
-} from "../shared/fleet.ts";
-import { planRunners } from "../shared/fanout.ts";
+} from "../shared/scheduler/fleet.ts";
+import { planRunners } from "../shared/scheduler/fanout.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 
 /** The scheduler's view of the runner fleet, on a real database. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvokeCommand } from "@aws-sdk/client-lambda";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { blocker, hog, quick, stubborn } from "./fixtures/e2e-jobs.ts";
 import { emfDocs, startStack, until, type Stack } from "./support/stack.ts";
 import { alarmSpecs } from "../infra/alarm-specs.ts";

@@ -9,9 +9,9 @@ import { writeEntries } from "../functions/entries.ts";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { defineConfig, RUNNER_MARGIN_MS } from "../shared/config.ts";
+import { defineConfig, RUNNER_MARGIN_MS } from "../shared/settings/config.ts";
 import config from "../leasehold.config.ts";
-import { Dimension, Metric, METRIC_DIMENSIONS, METRICS_NAMESPACE, SERVICE_NAME } from "../shared/metrics-names.ts";
+import { Dimension, Metric, METRIC_DIMENSIONS, METRICS_NAMESPACE, SERVICE_NAME } from "../shared/observe/metrics-names.ts";
 import { alarmSpecs, configuredQueues, LAMBDA_NAMESPACE } from "../infra/alarm-specs.ts";
 import { isValidSchedule, parseSchedule } from "../infra/schedule.ts";
 
@@ -144,7 +144,7 @@ describe("alarm specs", () => {
   const byName = new Map(specs.map((s) => [s.name, s]));
   const metricNames = new Set<string>(Object.values(Metric));
 
-  it("use only the namespace, metric names and dimension sets of shared/metrics-names.ts", () => {
+  it("use only the namespace, metric names and dimension sets of shared/observe/metrics-names.ts", () => {
     for (const spec of specs.filter((s) => s.namespace !== LAMBDA_NAMESPACE)) {
       expect(spec.namespace, spec.name).toBe(METRICS_NAMESPACE);
       expect(metricNames.has(spec.metricName), spec.name).toBe(true);

@@ -1,8 +1,8 @@
-/** The scheduler's Invoke retry decision (shared/invoke-backoff.ts): pure, on an injected clock and random. */
+/** The scheduler's Invoke retry decision (shared/scheduler/invoke-backoff.ts): pure, on an injected clock and random. */
 import { ResourceNotFoundException, ServiceException, TooManyRequestsException } from "@aws-sdk/client-lambda";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { classifyInvokeError, InvokeBackoff } from "../shared/invoke-backoff.ts";
+import { classifyInvokeError, InvokeBackoff } from "../shared/scheduler/invoke-backoff.ts";
 
 const meta = (httpStatusCode: number) => ({ $metadata: { httpStatusCode } });
 const throttle = (Reason?: string, retryAfterSeconds?: string) =>

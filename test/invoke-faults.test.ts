@@ -14,7 +14,7 @@
 import { InvokeCommand } from "@aws-sdk/client-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { alarmSpecs } from "../infra/alarm-specs.ts";
-import { enqueueJobs, job } from "../shared/enqueue.ts";
+import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { alarmStates, type EmfDoc } from "./support/alarm-eval.ts";
 import { quick } from "./fixtures/e2e-jobs.ts";
 import { startInvokeFaults, type InvokeFault, type InvokeFaults } from "./support/invoke-faults.ts";

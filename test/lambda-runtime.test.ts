@@ -7,7 +7,7 @@ import {
   type InvokeCommandInput,
 } from "@aws-sdk/client-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FunctionSpec } from "../shared/function-specs.ts";
+import type { FunctionSpec } from "../shared/settings/function-specs.ts";
 import { startLambdaRuntime, type LambdaRuntime, type LambdaRuntimeOptions } from "../dev/lambda/runtime.ts";
 import { parseSchedule } from "../dev/lambda/schedule.ts";
 

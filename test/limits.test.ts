@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimJobs, type ClaimedJob } from "../shared/claim.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
+import { claimJobs, type ClaimedJob } from "../shared/lifecycle/claim.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { schedulePass } from "../functions/scheduler.ts";
 import config from "../leasehold.config.ts";
-import { rescueExpiredLeases } from "../shared/rescue.ts";
-import { completeJobs, failJobs, releaseJobs } from "../shared/settle.ts";
+import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
+import { completeJobs, failJobs, releaseJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const payload = z.object({ key: z.string(), n: z.number().int() });

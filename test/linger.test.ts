@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { enqueue } from "../shared/enqueue.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { systemClock } from "../shared/runner/clock.ts";
 import { Linger } from "../shared/runner/linger.ts";
-import { runWorker } from "../shared/worker.ts";
+import { runWorker } from "../shared/runner/worker.ts";
 import { ManualClock } from "./support/clock.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { createPgPool } from "../shared/drivers/pg.ts";
-import { loadMigrations, migrate } from "../shared/migrate.ts";
+import { createPgPool } from "../shared/db/drivers/pg.ts";
+import { loadMigrations, migrate } from "../shared/db/migrate.ts";
 import { databaseUrl } from "./support/db.ts";
 
 describe("the migrator", () => {

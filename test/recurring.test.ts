@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApp } from "../functions/api/app.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { defineRecurring, enqueueTick, latestTick, listRecurring, nextTick } from "../shared/recurring.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { defineRecurring, enqueueTick, latestTick, listRecurring, nextTick } from "../shared/jobs/recurring.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 import { startStack, until, type Stack } from "./support/stack.ts";
 

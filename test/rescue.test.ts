@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimJobs } from "../shared/claim.ts";
-import type { Queryable } from "../shared/db.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
-import { rescueExpiredLeases } from "../shared/rescue.ts";
-import { describeDeaths } from "../shared/deaths.ts";
-import { completeJobs, failJobs, settleJobs } from "../shared/settle.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import type { Queryable } from "../shared/db/db.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
+import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
+import { describeDeaths } from "../shared/observe/deaths.ts";
+import { completeJobs, failJobs, settleJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const brief = defineJob({ name: "brief", schema: z.object({}), handler: () => {}, leaseMs: 100, backoffMs: 0 });

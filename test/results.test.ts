@@ -1,11 +1,11 @@
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { cancelJob, getJob } from "../shared/admin.ts";
-import { enqueue } from "../shared/enqueue.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { waitForJob, WaitTimeoutError } from "../shared/wait.ts";
-import { runWorker } from "../shared/worker.ts";
+import { cancelJob, getJob } from "../shared/observe/admin.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { waitForJob, WaitTimeoutError } from "../shared/observe/wait.ts";
+import { runWorker } from "../shared/runner/worker.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -3,16 +3,16 @@ import { z } from "zod";
 import pg from "pg";
 import {
   chargedAttempts, chargedAttemptsSql, endsDeadSql, isLastAttempt, lastAttemptSql, retryOrDead, startsFirstSql,
-} from "../shared/attempt-rules.ts";
-import { claimJobs, suspectWaiting } from "../shared/claim.ts";
-import type { Queryable } from "../shared/db.ts";
-import { nextDue } from "../shared/due.ts";
-import { enqueue } from "../shared/enqueue.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { rescueExpiredLeases } from "../shared/rescue.ts";
-import { settleJobs } from "../shared/settle.ts";
+} from "../shared/lifecycle/attempt-rules.ts";
+import { claimJobs, suspectWaiting } from "../shared/lifecycle/claim.ts";
+import type { Queryable } from "../shared/db/db.ts";
+import { nextDue } from "../shared/scheduler/due.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
+import { settleJobs } from "../shared/lifecycle/settle.ts";
 import { isTransient } from "../shared/runner/transient.ts";
-import { runWorker } from "../shared/worker.ts";
+import { runWorker } from "../shared/runner/worker.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 
 /**
@@ -196,7 +196,7 @@ describe("the rules the mutation audit found unguarded", () => {
     expect(await row(id)).toMatchObject({ status: "succeeded", attempts: 1 });
   });
 
-  it("the attempt rules say the same in SQL as in TypeScript (shared/attempt-rules.ts)", async () => {
+  it("the attempt rules say the same in SQL as in TypeScript (shared/lifecycle/attempt-rules.ts)", async () => {
     const cases = [];
     for (let max = 1; max <= 3; max++)
       for (let attempts = 0; attempts <= max; attempts++)

@@ -1,16 +1,16 @@
 /**
  * A runner's defaults have one source, the config's (`RUNNER_DEFAULTS` in
- * shared/config.ts): a `runWorker` started without them paces itself as a
+ * shared/settings/config.ts): a `runWorker` started without them paces itself as a
  * deployed runner with a bare config does. No database: a store that finds
  * nothing and a clock that jumps to each wait, so a run is its queries and
  * its waits, compared whole.
  */
 import { describe, expect, it } from "vitest";
-import { RUNNER_DEFAULTS, defineConfig } from "../shared/config.ts";
+import { RUNNER_DEFAULTS, defineConfig } from "../shared/settings/config.ts";
 import type { Clock } from "../shared/runner/clock.ts";
 import { workerPacing, type WorkerOptions } from "../shared/runner/options.ts";
-import { runWorker } from "../shared/worker.ts";
-import { createRegistry } from "../shared/job.ts";
+import { runWorker } from "../shared/runner/worker.ts";
+import { createRegistry } from "../shared/jobs/job.ts";
 
 const PACING = ["idleMs", "pollMs", "linger", "fair"] as const;
 const pick = (r: Record<(typeof PACING)[number], unknown>) => Object.fromEntries(PACING.map((k) => [k, r[k]]));

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { ClaimedJob } from "../shared/claim.ts";
+import type { ClaimedJob } from "../shared/lifecycle/claim.ts";
 import { PermanentError } from "../shared/errors.ts";
-import { defineJob } from "../shared/job.ts";
+import { defineJob } from "../shared/jobs/job.ts";
 import { errorText, executeJob, MAX_SETTLE_MARGIN_MS, settleMarginMs } from "../shared/runner/executor.ts";
 import { backoffMs, isTransient, retrying } from "../shared/runner/transient.ts";
 import { ManualClock } from "./support/clock.ts";

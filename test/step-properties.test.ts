@@ -1,13 +1,13 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { claimJobs } from "../shared/claim.ts";
-import { enqueue } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
-import { rescueExpiredLeases } from "../shared/rescue.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
+import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
 import { systemClock } from "../shared/runner/clock.ts";
 import { executeJob } from "../shared/runner/executor.ts";
-import { settleJobs } from "../shared/settle.ts";
+import { settleJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 
 /**

@@ -85,8 +85,8 @@ describe("the import graph of shared/", () => {
 
   it("reads type imports, re-exports and dynamic imports as edges", () => {
     const graph = importGraph("shared");
-    expect(graph.get(join("shared", "validate.ts"))).toContain(join("shared", "job-types.ts"));
-    expect(graph.get(join("shared", "index.ts"))).toContain(join("shared", "job.ts"));
+    expect(graph.get(join("shared", "jobs", "validate.ts"))).toContain(join("shared", "jobs", "job-types.ts"));
+    expect(graph.get(join("shared", "index.ts"))).toContain(join("shared", "jobs", "job.ts"));
     expect(graph.size).toBeGreaterThan(30);
   });
 
@@ -111,16 +111,16 @@ function filesWriting(pattern: RegExp): string[] {
  */
 const RULES: { rule: string; writes: RegExp; owner: string }[] = [
   // An exponential in a variable (2 ** 31 and 2 ** 20 are sizes, not backoffs).
-  { rule: "the backoff formula", writes: /\b2\s*\*\*\s*(?![\s\d])|Math\.pow\(\s*2\b/, owner: "shared/backoff.ts" },
-  { rule: "attempts charged (an owed attempt counted)", writes: /owes_attempt::integer|owesAttempt\s*\?\s*1/, owner: "shared/attempt-rules.ts" },
+  { rule: "the backoff formula", writes: /\b2\s*\*\*\s*(?![\s\d])|Math\.pow\(\s*2\b/, owner: "shared/lifecycle/backoff.ts" },
+  { rule: "attempts charged (an owed attempt counted)", writes: /owes_attempt::integer|owesAttempt\s*\?\s*1/, owner: "shared/lifecycle/attempt-rules.ts" },
   // Any comparison with the maximum: the last attempt, and the retry-or-dead rule built on it.
   {
     rule: "the last attempt, and retry or dead",
     writes: /(>=|<=|<|>)\s*[$({]*\s*[A-Za-z_.]*max_?attempts\b|\bmax_?attempts[})]*\s*(>=|<=|<|>)(?!=)/i,
-    owner: "shared/attempt-rules.ts",
+    owner: "shared/lifecycle/attempt-rules.ts",
   },
-  { rule: "retry or dead (its definitions)", writes: /\b(const|function)\s+(endsDeadSql|retryOrDead)\b/, owner: "shared/attempt-rules.ts" },
-  { rule: "the schema-name pattern", writes: /\[a-z_\]\[a-z0-9_\]/, owner: "shared/db.ts" },
+  { rule: "retry or dead (its definitions)", writes: /\b(const|function)\s+(endsDeadSql|retryOrDead)\b/, owner: "shared/lifecycle/attempt-rules.ts" },
+  { rule: "the schema-name pattern", writes: /\[a-z_\]\[a-z0-9_\]/, owner: "shared/db/db.ts" },
 ];
 
 describe("each rule of a job's life is written once", () => {
@@ -130,12 +130,12 @@ describe("each rule of a job's life is written once", () => {
 
   it("the attempt rules are built from the shared fragments where they run", () => {
     const uses = (file: string, name: string) => readFileSync(join(root, file), "utf8").includes(`${name}(`);
-    expect(uses("shared/claim-sql.ts", "startsFirstSql")).toBe(true);
-    expect(uses("shared/enqueue.ts", "startsFirstSql")).toBe(true);
-    expect(uses("shared/settle-sql.ts", "endsDeadSql")).toBe(true);
-    expect(uses("shared/settle-sql.ts", "chargedAttemptsSql")).toBe(true);
-    expect(uses("shared/rescue.ts", "retryOrDead")).toBe(true);
-    expect(uses("shared/rescue.ts", "chargedAttempts")).toBe(true);
+    expect(uses("shared/lifecycle/claim-sql.ts", "startsFirstSql")).toBe(true);
+    expect(uses("shared/jobs/enqueue.ts", "startsFirstSql")).toBe(true);
+    expect(uses("shared/lifecycle/settle-sql.ts", "endsDeadSql")).toBe(true);
+    expect(uses("shared/lifecycle/settle-sql.ts", "chargedAttemptsSql")).toBe(true);
+    expect(uses("shared/lifecycle/rescue.ts", "retryOrDead")).toBe(true);
+    expect(uses("shared/lifecycle/rescue.ts", "chargedAttempts")).toBe(true);
   });
 });
 

@@ -42,7 +42,7 @@ const MUTATIONS: Mutation[] = [
     file: "infra/functions.ts",
     from: "      rescuerFunction: rescuer.name,\n",
     to: "",
-    check: "every variable a function reads is set, by the contract (shared/environment.ts)",
+    check: "every variable a function reads is set, by the contract (shared/settings/environment.ts)",
     problem: /^Scheduler: LEASEHOLD_RESCUER_FUNCTION is not set$/,
   },
   {

@@ -5,9 +5,9 @@
  */
 import { z } from "zod";
 import { sendWelcomeEmail } from "../jobs/index.ts";
-import type { Queryable } from "../shared/db.ts";
-import { enqueue, job } from "../shared/enqueue.ts";
-import { defineJob } from "../shared/job.ts";
+import type { Queryable } from "../shared/db/db.ts";
+import { enqueue, job } from "../shared/jobs/enqueue.ts";
+import { defineJob } from "../shared/jobs/job.ts";
 
 export function enqueueIsTyped(tx: Queryable) {
   void enqueue({ db: tx, schema: "s" }, sendWelcomeEmail, { to: "ada@example.com", name: "Ada" });

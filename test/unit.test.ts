@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { retryDelayMs } from "../shared/backoff.ts";
-import { MAX_BACKOFF_MS } from "../shared/config.ts";
-import { sql } from "../shared/db.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { decideRescue } from "../shared/rescue.ts";
+import { retryDelayMs } from "../shared/lifecycle/backoff.ts";
+import { MAX_BACKOFF_MS } from "../shared/settings/config.ts";
+import { sql } from "../shared/db/db.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { decideRescue } from "../shared/lifecycle/rescue.ts";
 import { countEndings, deathSummary } from "../dev/output.ts";
 
 describe("retry backoff", () => {
@@ -62,7 +62,7 @@ describe("job definitions", () => {
   });
 });
 
-import { createWaker } from "../shared/wake.ts";
+import { createWaker } from "../shared/scheduler/wake.ts";
 
 describe("the enqueue waker", () => {
   it("coalesces a burst of wake-ups into at most two sends", async () => {
@@ -93,7 +93,7 @@ describe("the enqueue waker", () => {
   });
 });
 
-import { runnersToStart } from "../shared/fleet.ts";
+import { runnersToStart } from "../shared/scheduler/fleet.ts";
 
 describe("the scheduler's fan-out", () => {
   const base = { slots: 20, maxConcurrency: 10, budget: 100 };
@@ -116,7 +116,7 @@ describe("the scheduler's fan-out", () => {
   });
 });
 
-import { MAX_PREFETCH, PrefetchGauge } from "../shared/prefetch.ts";
+import { MAX_PREFETCH, PrefetchGauge } from "../shared/runner/prefetch.ts";
 
 describe("the prefetch gauge", () => {
   it("claims nothing ahead before a job has been timed", () => {

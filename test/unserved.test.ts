@@ -9,11 +9,11 @@ import { generateToken } from "../functions/api/auth.ts";
 import { schedulePass } from "../functions/scheduler.ts";
 import { registry, sendWelcomeEmail } from "../jobs/index.ts";
 import config from "../leasehold.config.ts";
-import { enqueue } from "../shared/enqueue.ts";
-import { createRegistry } from "../shared/job.ts";
-import { runWorker } from "../shared/worker.ts";
-import { claimable, servingRules } from "../shared/serving.ts";
-import { countReady, queueStats } from "../shared/stats.ts";
+import { enqueue } from "../shared/jobs/enqueue.ts";
+import { createRegistry } from "../shared/jobs/job.ts";
+import { runWorker } from "../shared/runner/worker.ts";
+import { claimable, servingRules } from "../shared/settings/serving.ts";
+import { countReady, queueStats } from "../shared/observe/stats.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { planWake } from "../shared/wake-plan.ts";
-import { fromAwsCron, toAwsCron } from "../shared/aws-cron.ts";
+import { planWake } from "../shared/scheduler/wake-plan.ts";
+import { fromAwsCron, toAwsCron } from "../shared/scheduler/aws-cron.ts";
 import { createSchedules, nextScheduledTime } from "../dev/lambda/eventbridge.ts";
 
 const timing = { precisionMs: 60_000, startLeadMs: 2_000, armSlackMs: 3_000 };

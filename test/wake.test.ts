@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvokeCommand } from "@aws-sdk/client-lambda";
 import pg from "pg";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { brief, flaky, hold, quick } from "./fixtures/e2e-jobs.ts";
 import { createOwnDatabase, databaseUrl } from "./support/db.ts";
 import { startStack, until, type Stack } from "./support/stack.ts";

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { Queryable } from "../shared/db.ts";
-import { enqueue, enqueueJobs, job } from "../shared/enqueue.ts";
-import { claimJobs } from "../shared/claim.ts";
-import { getJob } from "../shared/admin.ts";
-import { rescueExpiredLeases } from "../shared/rescue.ts";
-import { settleJobs } from "../shared/settle.ts";
-import { createRegistry, defineJob } from "../shared/job.ts";
-import { runWorker, type WorkerLog } from "../shared/worker.ts";
+import type { Queryable } from "../shared/db/db.ts";
+import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { claimJobs } from "../shared/lifecycle/claim.ts";
+import { getJob } from "../shared/observe/admin.ts";
+import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
+import { settleJobs } from "../shared/lifecycle/settle.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { runWorker, type WorkerLog } from "../shared/runner/worker.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -3,9 +3,9 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { LOCAL_REGION } from "../../dev/lambda/lambda-env.ts";
 import { parseSchedule, scheduledEvent } from "../../dev/lambda/schedule.ts";
-import { functionSpecs, runnerFunctions } from "../../shared/function-specs.ts";
+import { functionSpecs, runnerFunctions } from "../../shared/settings/function-specs.ts";
 import defaultConfig from "../../leasehold.config.ts";
-import { job } from "../../shared/enqueue.ts";
+import { job } from "../../shared/jobs/enqueue.ts";
 import { wait } from "../../test/fixtures/scenario-jobs.ts";
 import { lambdaUse, readTimelines, round, sleep, withLease, type LambdaUse, type ScenarioStack } from "./harness.ts";
 
@@ -122,7 +122,7 @@ export interface IdleResult {
   commits: number;
   /** One safety-net tick of each cron on the empty queue, run to its end. */
   ticks: Record<"scheduler" | "rescuer", { billedMs: number; gbSeconds: number; sessions: number }>;
-  /** The deployed safety net (shared/config.ts), not the scenario profile's. */
+  /** The deployed safety net (shared/settings/config.ts), not the scenario profile's. */
   safetyNet: { scheduler: string; rescuer: string };
   lambdaDollarsPerMonth: number;
   /** Neon wake-ups a month: from idle windows (sessions seen) and from the safety net. */

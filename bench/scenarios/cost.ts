@@ -1,4 +1,4 @@
-import { job } from "../../shared/enqueue.ts";
+import { job } from "../../shared/jobs/enqueue.ts";
 import { wait } from "../../test/fixtures/scenario-jobs.ts";
 import { measureIdle, measureIsolated, ownDatabase, SCHEDULER_PER_INVOCATION, type IdleResult, type IsolatedResult } from "./cost-sparse.ts";
 import { drain, lambdaUse, readTimelines, round, runnersIdle, startScenarioStack, type LambdaUse } from "./harness.ts";

@@ -1,6 +1,6 @@
 /** The figures the scenarios report, computed from their rows and the runtime's accounting. */
-import { type Config } from "../../shared/config.ts";
-import { functionSpecs, runnerFunctions } from "../../shared/function-specs.ts";
+import { type Config } from "../../shared/settings/config.ts";
+import { functionSpecs, runnerFunctions } from "../../shared/settings/function-specs.ts";
 import type { FunctionStats } from "../../dev/lambda/pool.ts";
 import { percentile, round } from "../stats.ts";
 import type { JobTimeline } from "./harness.ts";

@@ -1,5 +1,5 @@
-import { runnerFunctions } from "../../shared/function-specs.ts";
-import { job } from "../../shared/enqueue.ts";
+import { runnerFunctions } from "../../shared/settings/function-specs.ts";
+import { job } from "../../shared/jobs/enqueue.ts";
 import { wait } from "../../test/fixtures/scenario-jobs.ts";
 import { lambdaUse, percentile, round, runnersIdle, sleep, startScenarioStack, type LambdaUse, type ScenarioStack } from "./harness.ts";
 import type { Profile, ScenarioEnv } from "./profile.ts";

@@ -1,4 +1,4 @@
-import { job } from "../../shared/enqueue.ts";
+import { job } from "../../shared/jobs/enqueue.ts";
 import { cpu, sweep, wait } from "../../test/fixtures/scenario-jobs.ts";
 import { dist, drain, lambdaUse, readTimelines, round, runnersIdle, sleep, startScenarioStack, withLease, dbNow, type Dist, type LambdaUse } from "./harness.ts";
 import type { Profile, ScenarioEnv } from "./profile.ts";

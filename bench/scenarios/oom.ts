@@ -1,5 +1,5 @@
-import { runnerFunctions } from "../../shared/function-specs.ts";
-import { job } from "../../shared/enqueue.ts";
+import { runnerFunctions } from "../../shared/settings/function-specs.ts";
+import { job } from "../../shared/jobs/enqueue.ts";
 import { hog, wait } from "../../test/fixtures/scenario-jobs.ts";
 import { dist, drain, lambdaUse, readTimelines, round, runnersIdle, sleep, startScenarioStack, withLease, type AttemptRow, type Dist, type LambdaUse } from "./harness.ts";
 import type { Profile, ScenarioEnv } from "./profile.ts";

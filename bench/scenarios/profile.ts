@@ -2,7 +2,7 @@ import { productionConfig, type ConfigInput, type CronOptions } from "./harness.
 
 /**
  * How time runs in a scenario. `production` is the deployment's own config
- * (shared/config.ts) with its crons (scheduler and rescuer every minute) and
+ * (shared/settings/config.ts) with its crons (scheduler and rescuer every minute) and
  * the default 30 s job lease. `quick` keeps every part but shortens the clocks
  * so a scenario takes seconds: scheduler cron and timeout 10 s, rescuer every
  * 2 s, 3 s leases.

@@ -1,4 +1,4 @@
-import { job } from "../../shared/enqueue.ts";
+import { job } from "../../shared/jobs/enqueue.ts";
 import { wait } from "../../test/fixtures/scenario-jobs.ts";
 import {
   dist, drain, duplicatesAndHeld, lambdaUse, longestGap, readTimelines, round, runnersIdle, sleep, startScenarioStack, withLease,

@@ -1,4 +1,4 @@
-import type { Pool } from "../../shared/db.ts";
+import type { Pool } from "../../shared/db/db.ts";
 
 /**
  * Reading a scenario's rows back (bench/scenarios/harness.ts runs it): each

@@ -1,9 +1,9 @@
-import { getJob } from "../../shared/admin.ts";
-import { enqueue } from "../../shared/enqueue.ts";
+import { getJob } from "../../shared/observe/admin.ts";
+import { enqueue } from "../../shared/jobs/enqueue.ts";
 import { ValidationError } from "../../shared/errors.ts";
-import type { EnqueueOptions } from "../../shared/job.ts";
-import { MAX_RATE_LIMIT } from "../../shared/rate-limit.ts";
-import { servingRules } from "../../shared/serving.ts";
+import type { EnqueueOptions } from "../../shared/jobs/job.ts";
+import { MAX_RATE_LIMIT } from "../../shared/jobs/rate-limit.ts";
+import { servingRules } from "../../shared/settings/serving.ts";
 import { expectPositionals, parseDurationMs, parseInteger } from "../args.ts";
 import { option, type Command, type Values } from "../command.ts";
 import { CliError, EXIT, usageError } from "../errors.ts";

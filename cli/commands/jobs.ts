@@ -1,5 +1,5 @@
-import { getJob, listJobs, type AttemptRecord, type JobRecord } from "../../shared/admin.ts";
-import type { JobStatus } from "../../shared/job.ts";
+import { getJob, listJobs, type AttemptRecord, type JobRecord } from "../../shared/observe/admin.ts";
+import type { JobStatus } from "../../shared/jobs/job.ts";
 import { expectPositionals, parseInteger, parseJobId } from "../args.ts";
 import { option, type Command } from "../command.ts";
 import { usageError } from "../errors.ts";

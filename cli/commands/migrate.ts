@@ -1,4 +1,4 @@
-import { migrate } from "../../shared/migrate.ts";
+import { migrate } from "../../shared/db/migrate.ts";
 import { expectPositionals } from "../args.ts";
 import type { Command } from "../command.ts";
 

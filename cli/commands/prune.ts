@@ -1,4 +1,4 @@
-import { pruneJobs } from "../../shared/stats.ts";
+import { pruneJobs } from "../../shared/observe/stats.ts";
 import { expectPositionals, parseDurationMs } from "../args.ts";
 import { option, type Command } from "../command.ts";
 

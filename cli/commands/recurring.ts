@@ -1,4 +1,4 @@
-import { listRecurring } from "../../shared/recurring.ts";
+import { listRecurring } from "../../shared/jobs/recurring.ts";
 import { expectPositionals } from "../args.ts";
 import type { Command } from "../command.ts";
 import { table, when } from "../format.ts";

@@ -1,5 +1,5 @@
-import { getJob } from "../../shared/admin.ts";
-import type { JobStatus } from "../../shared/job.ts";
+import { getJob } from "../../shared/observe/admin.ts";
+import type { JobStatus } from "../../shared/jobs/job.ts";
 import { CliError, EXIT } from "../errors.ts";
 import type { Context } from "../context.ts";
 

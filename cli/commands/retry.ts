@@ -1,5 +1,5 @@
-import { retryDeadJobs, retryJob } from "../../shared/admin.ts";
-import { queueStats } from "../../shared/stats.ts";
+import { retryDeadJobs, retryJob } from "../../shared/observe/admin.ts";
+import { queueStats } from "../../shared/observe/stats.ts";
 import { expectPositionals, parseJobId } from "../args.ts";
 import { option, type Command } from "../command.ts";
 import type { Context } from "../context.ts";

@@ -1,6 +1,6 @@
-import { groupStats, rateLimitStats } from "../../shared/group-stats.ts";
-import { claimable } from "../../shared/serving.ts";
-import { queueStats } from "../../shared/stats.ts";
+import { groupStats, rateLimitStats } from "../../shared/observe/group-stats.ts";
+import { claimable } from "../../shared/settings/serving.ts";
+import { queueStats } from "../../shared/observe/stats.ts";
 import { expectPositionals } from "../args.ts";
 import { option, type Command } from "../command.ts";
 import { age, table } from "../format.ts";

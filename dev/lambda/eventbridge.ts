@@ -7,7 +7,7 @@
  * `<aws.scheduler.scheduled-time>` in an Input is replaced as AWS does.
  */
 import { Cron } from "croner";
-import { fromAwsCron } from "../../shared/aws-cron.ts";
+import { fromAwsCron } from "../../shared/scheduler/aws-cron.ts";
 import type { Clock } from "../../shared/runner/clock.ts";
 import { parseSchedule } from "./schedule.ts";
 

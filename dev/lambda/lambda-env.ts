@@ -3,8 +3,8 @@
  * ARN, and the REPORT line Lambda writes after each invocation.
  */
 import { randomBytes } from "node:crypto";
-import type { FunctionSpec } from "../../shared/function-specs.ts";
-import { writeEnvironment } from "../../shared/environment.ts";
+import type { FunctionSpec } from "../../shared/settings/function-specs.ts";
+import { writeEnvironment } from "../../shared/settings/environment.ts";
 import type { InvocationReport } from "./environment.ts";
 
 export const LOCAL_REGION = "us-east-1";
@@ -13,7 +13,7 @@ export const LOCAL_ACCOUNT_ID = "123456789012";
 const INHERITED = ["PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT"];
 
 /**
- * What infra sets on the deployed functions (shared/environment.ts,
+ * What infra sets on the deployed functions (shared/settings/environment.ts,
  * DEPLOYED_ENVIRONMENT), with this runtime's values: its functions are named
  * as in the config, and its EventBridge Scheduler takes any role.
  */

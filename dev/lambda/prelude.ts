@@ -6,7 +6,7 @@
  * runner labels its handlers' output by job. Never in a deployed bundle.
  */
 import { labelOutputByJob } from "../../functions/job-output.ts";
-import { useWsRelay } from "../../shared/drivers/neon.ts";
+import { useWsRelay } from "../../shared/db/drivers/neon.ts";
 import { LOCAL_ENV } from "../local-env.ts";
 
 const relay = process.env[LOCAL_ENV.wsProxy];

@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { resolve as resolvePath } from "node:path";
 import type { AddressInfo } from "node:net";
-import type { FunctionSpec } from "../../shared/function-specs.ts";
+import type { FunctionSpec } from "../../shared/settings/function-specs.ts";
 import type { Clock } from "../../shared/runner/clock.ts";
 import { createPool, type FunctionPool, type FunctionStats, type InflightInvocation } from "./pool.ts";
 import { createSchedules, type Schedules } from "./eventbridge.ts";

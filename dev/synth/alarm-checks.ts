@@ -1,11 +1,11 @@
 /**
  * The alarms and the dashboard of a synthesized stack, against the metrics
- * as the functions publish them (shared/metrics-names.ts, the names and
+ * as the functions publish them (shared/observe/metrics-names.ts, the names and
  * dimensions functions/observability.ts and functions/scheduler-invokes.ts
  * publish with).
  */
-import { readEnvironment } from "../../shared/environment.ts";
-import { Dimension, Metric, METRIC_DIMENSIONS, METRICS_NAMESPACE, metricDimensions, SERVICE_NAME, type MetricName } from "../../shared/metrics-names.ts";
+import { readEnvironment } from "../../shared/settings/environment.ts";
+import { Dimension, Metric, METRIC_DIMENSIONS, METRICS_NAMESPACE, metricDimensions, SERVICE_NAME, type MetricName } from "../../shared/observe/metrics-names.ts";
 import { core } from "./checks.ts";
 import type { Check, Graph } from "./graph.ts";
 
@@ -16,7 +16,7 @@ function invokedNames(g: Graph): string[] {
 }
 
 
-/** The alarms, against the metrics as the functions publish them (shared/metrics-names.ts). */
+/** The alarms, against the metrics as the functions publish them (shared/observe/metrics-names.ts). */
 export function alarmChecks(): Check[] {
   const alarms = (g: Graph) => g.all("aws:cloudwatch/metricAlarm:MetricAlarm");
   const wanted = (g: Graph): [string, MetricName, string | undefined][] => [

@@ -4,7 +4,7 @@
  * the first deploy. Each returns its problems (none: it holds). Used by
  * test/synth.test.ts (one test per check) and `leasehold check`.
  */
-import { DEPLOYED_ENVIRONMENT, ENV, readEnvironment, type FunctionKind } from "../../shared/environment.ts";
+import { DEPLOYED_ENVIRONMENT, ENV, readEnvironment, type FunctionKind } from "../../shared/settings/environment.ts";
 import { parseSchedule } from "../../infra/schedule.ts";
 import { alarmChecks } from "./alarm-checks.ts";
 import { allows, covers, Graph, type SynthFunction } from "./graph.ts";
@@ -71,7 +71,7 @@ export const CHECKS: Check[] = [
     },
   },
   {
-    name: "every variable a function reads is set, by the contract (shared/environment.ts)",
+    name: "every variable a function reads is set, by the contract (shared/settings/environment.ts)",
     run(g) {
       return g.functions().flatMap((fn) => {
         if (!fn.kind) return [];

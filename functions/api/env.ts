@@ -4,12 +4,12 @@
  * locally and in tests, from environment variables. Values are never logged.
  */
 import { z } from "zod";
-import type { Config } from "../../shared/config.ts";
-import { SCHEMA_NAME } from "../../shared/db.ts";
-import { resolveSettings } from "../../shared/settings.ts";
+import type { Config } from "../../shared/settings/config.ts";
+import { SCHEMA_NAME } from "../../shared/db/db.ts";
+import { resolveSettings } from "../../shared/settings/settings.ts";
 import { MIN_TOKEN_LENGTH } from "./auth.ts";
 import { linkedSecret, type LinkedResources } from "../env.ts";
-import { processEnvironment, readEnvironment, type EnvSource } from "../../shared/environment.ts";
+import { processEnvironment, readEnvironment, type EnvSource } from "../../shared/settings/environment.ts";
 
 export type { LinkedResources };
 

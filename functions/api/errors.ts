@@ -8,7 +8,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ZodError } from "zod";
 import { UnknownJobTypeError, ValidationError } from "../../shared/errors.ts";
-import type { JobStatus } from "../../shared/job.ts";
+import type { JobStatus } from "../../shared/jobs/job.ts";
 import type { ErrorJson } from "./schemas.ts";
 
 export type Issue = { path: (string | number)[]; message: string };
@@ -47,7 +47,7 @@ export const unknownJobType = (name: string, path: (string | number)[]) =>
 /**
  * A last line of defence: a payload Postgres refused anyway (SQLSTATE class
  * 22; 54001, nested too deeply) or too deep to serialize. The core's
- * validation (shared/validate.ts) refuses all of these before any write, with
+ * validation (shared/jobs/validate.ts) refuses all of these before any write, with
  * the path of the bad value; should one slip through, it is still the
  * client's mistake: 400.
  */

@@ -1,11 +1,11 @@
 /** The `/v1/jobs` handlers: enqueue (one or a batch), get, list, retry, cancel. */
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { cancelJob, getJob, listJobs, retryJob, type JobDetail, type JobRecord } from "../../shared/admin.ts";
-import type { Store } from "../../shared/db.ts";
-import { enqueueJobs, type EnqueueLimits, type JobSpec } from "../../shared/enqueue.ts";
+import { cancelJob, getJob, listJobs, retryJob, type JobDetail, type JobRecord } from "../../shared/observe/admin.ts";
+import type { Store } from "../../shared/db/db.ts";
+import { enqueueJobs, type EnqueueLimits, type JobSpec } from "../../shared/jobs/enqueue.ts";
 import { ValidationError } from "../../shared/errors.ts";
-import type { EnqueueOptions, JobStatus, Registry } from "../../shared/job.ts";
-import type { Waker } from "../../shared/wake.ts";
+import type { EnqueueOptions, JobStatus, Registry } from "../../shared/jobs/job.ts";
+import type { Waker } from "../../shared/scheduler/wake.ts";
 import { ApiError, refusedPayload, unknownJobType } from "./errors.ts";
 import { batchRoute, cancelRoute, enqueueRoute, getJobRoute, listJobsRoute, retryRoute } from "./routes.ts";
 import { toAttemptJson, toJobJson, toStepJson, type EnqueueRequest } from "./schemas.ts";

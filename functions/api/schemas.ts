@@ -4,9 +4,9 @@
  * validates them against the named job type's own schema.
  */
 import { z } from "@hono/zod-openapi";
-import type { AttemptRecord, JobRecord, StepRecord } from "../../shared/admin.ts";
-import type { AttemptOutcome, JobStatus } from "../../shared/job.ts";
-import { enqueueOptionFields, MAX_DELAY_MS, storableText } from "../../shared/validate.ts";
+import type { AttemptRecord, JobRecord, StepRecord } from "../../shared/observe/admin.ts";
+import type { AttemptOutcome, JobStatus } from "../../shared/jobs/job.ts";
+import { enqueueOptionFields, MAX_DELAY_MS, storableText } from "../../shared/jobs/validate.ts";
 
 export const JOB_STATUSES = ["queued", "running", "succeeded", "dead", "cancelled"] as const satisfies readonly JobStatus[];
 const OUTCOMES = ["succeeded", "failed", "timeout", "lease_expired", "released", "slept"] as const satisfies readonly AttemptOutcome[];

@@ -1,14 +1,14 @@
-import { defineConfig, type Config, type ConfigInput, type EdgeConfig } from "../../shared/config.ts";
-import { resolveSettings } from "../../shared/settings.ts";
-import { deathFields, type DeadJob } from "../../shared/deaths.ts";
-import type { Pool } from "../../shared/db.ts";
-import { createNeonPool } from "../../shared/drivers/neon.ts";
-import { EDGE_ENV, ENV } from "../../shared/environment.ts";
-import type { WorkerLog } from "../../shared/worker.ts";
+import { defineConfig, type Config, type ConfigInput, type EdgeConfig } from "../../shared/settings/config.ts";
+import { resolveSettings } from "../../shared/settings/settings.ts";
+import { deathFields, type DeadJob } from "../../shared/observe/deaths.ts";
+import type { Pool } from "../../shared/db/db.ts";
+import { createNeonPool } from "../../shared/db/drivers/neon.ts";
+import { EDGE_ENV, ENV } from "../../shared/settings/environment.ts";
+import type { WorkerLog } from "../../shared/runner/worker.ts";
 
 /**
  * What the edge Worker gets from its bindings (set in infra/edge.ts; in tests,
- * by miniflare), each named by the contract (`EDGE_ENV`, shared/environment.ts).
+ * by miniflare), each named by the contract (`EDGE_ENV`, shared/settings/environment.ts).
  * Workers have no process environment: everything is here. Secrets are plain
  * bindings (tests, wrangler) or linked SST secrets, which SST binds as
  * `SST_RESOURCE_<Name>` JSON (`DatabaseUrl`, `RunnerSecret`, `ApiToken`):
@@ -54,7 +54,7 @@ export function edgeConfig(env: EdgeEnv, built?: ConfigInput | Config): { config
   return { config, edge: config.edge };
 }
 
-/** The schema, resolved as everywhere (shared/settings.ts): the binding, else the config's. */
+/** The schema, resolved as everywhere (shared/settings/settings.ts): the binding, else the config's. */
 export function edgeSchema(env: EdgeEnv, config?: { schema: string }): string {
   return resolveSettings({ env: { [ENV.schema]: env[EDGE_ENV.schema] }, config }).schema;
 }

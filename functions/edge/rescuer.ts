@@ -1,10 +1,10 @@
-import { closePool } from "../../shared/db.ts";
-import { describeDeaths } from "../../shared/deaths.ts";
-import { pruneRunners } from "../../shared/fleet.ts";
-import type { Registry } from "../../shared/job.ts";
-import { rescueExpiredLeases } from "../../shared/rescue.ts";
-import { claimable } from "../../shared/serving.ts";
-import { pruneJobs, queueStats } from "../../shared/stats.ts";
+import { closePool } from "../../shared/db/db.ts";
+import { describeDeaths } from "../../shared/observe/deaths.ts";
+import { pruneRunners } from "../../shared/scheduler/fleet.ts";
+import type { Registry } from "../../shared/jobs/job.ts";
+import { rescueExpiredLeases } from "../../shared/lifecycle/rescue.ts";
+import { claimable } from "../../shared/settings/serving.ts";
+import { pruneJobs, queueStats } from "../../shared/observe/stats.ts";
 import { edgeConfig, edgeLog, edgeReportDeaths, edgeSchema, openEdgePool, type EdgeEnv } from "./env.ts";
 
 /**

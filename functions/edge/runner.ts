@@ -1,12 +1,12 @@
-import { closePool } from "../../shared/db.ts";
+import { closePool } from "../../shared/db/db.ts";
 import { z } from "zod";
-import { RUNNER_MARGIN_MS } from "../../shared/config.ts";
-import { EDGE_ENV } from "../../shared/environment.ts";
-import type { Registry } from "../../shared/job.ts";
-import { servingRules } from "../../shared/serving.ts";
-import { runSession } from "../../shared/session.ts";
+import { RUNNER_MARGIN_MS } from "../../shared/settings/config.ts";
+import { EDGE_ENV } from "../../shared/settings/environment.ts";
+import type { Registry } from "../../shared/jobs/job.ts";
+import { servingRules } from "../../shared/settings/serving.ts";
+import { runSession } from "../../shared/runner/session.ts";
 import { environmentLinger } from "../../shared/runner/linger.ts";
-import type { WorkerSummary } from "../../shared/worker.ts";
+import type { WorkerSummary } from "../../shared/runner/worker.ts";
 import { tokenMatches } from "../api/auth.ts";
 import { edgeConfig, edgeLog, edgeReportDeaths, edgeSchema, edgeSecret, openEdgePool, type EdgeEnv, type WaitUntil } from "./env.ts";
 

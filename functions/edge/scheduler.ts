@@ -1,7 +1,7 @@
-import { closePool } from "../../shared/db.ts";
-import { WORKERS_MAX_CONNECTIONS } from "../../shared/config.ts";
-import { schedulePass } from "../../shared/fanout.ts";
-import type { Registry } from "../../shared/job.ts";
+import { closePool } from "../../shared/db/db.ts";
+import { WORKERS_MAX_CONNECTIONS } from "../../shared/settings/config.ts";
+import { schedulePass } from "../../shared/scheduler/fanout.ts";
+import type { Registry } from "../../shared/jobs/job.ts";
 import { edgeConfig, edgeLog, edgeSchema, openEdgePool, type EdgeEnv, type WaitUntil } from "./env.ts";
 import { startEdgeRunner } from "./runner.ts";
 

@@ -5,8 +5,8 @@
  * the rescuer on their Cron Triggers. Everything else is the shared core;
  * this file only routes.
  */
-import type { Registry } from "../../shared/job.ts";
-import { servingRules } from "../../shared/serving.ts";
+import type { Registry } from "../../shared/jobs/job.ts";
+import { servingRules } from "../../shared/settings/serving.ts";
 import { createApp } from "../api/app.ts";
 import { edgeConfig, edgeLog, edgeSchema, edgeSecret, openEdgePool, type EdgeEnv, type WaitUntil } from "./env.ts";
 import { runEdgeRescuer } from "./rescuer.ts";

@@ -1,5 +1,5 @@
-import type { Store } from "../db.ts";
-import { settledEarlier, settleJobs, stepKey, type Failure, type Lease, type Sleep, type StepRecord, type Success } from "../settle.ts";
+import type { Store } from "../db/db.ts";
+import { settledEarlier, settleJobs, stepKey, type Failure, type Lease, type Sleep, type StepRecord, type Success } from "../lifecycle/settle.ts";
 import { nextTurn, type Clock } from "./clock.ts";
 import { backoffMs, isTransient } from "./transient.ts";
 

@@ -1,8 +1,8 @@
 import type { z } from "zod";
-import type { ClaimedJob } from "../claim.ts";
-import type { JobContext, JobType } from "../job.ts";
-import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson } from "../payload.ts";
-import type { Store } from "../db.ts";
+import type { ClaimedJob } from "../lifecycle/claim.ts";
+import type { JobContext, JobType } from "../jobs/job.ts";
+import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson } from "../jobs/payload.ts";
+import type { Store } from "../db/db.ts";
 import type { Clock } from "./clock.ts";
 import { StepRun, type RecordStep } from "./steps.ts";
 

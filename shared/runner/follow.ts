@@ -1,7 +1,7 @@
 import type { z } from "zod";
-import { enqueue, enqueueClaimed } from "../enqueue.ts";
-import { chosenFlowControl } from "../flow-control.ts";
-import type { EnqueueOptions, JobContext, JobType } from "../job.ts";
+import { enqueue, enqueueClaimed } from "../jobs/enqueue.ts";
+import { chosenFlowControl } from "../jobs/flow-control.ts";
+import type { EnqueueOptions, JobContext, JobType } from "../jobs/job.ts";
 import type { RunnerParts } from "./parts.ts";
 
 /**

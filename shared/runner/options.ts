@@ -1,11 +1,11 @@
-import { RUNNER_DEFAULTS } from "../config.ts";
-import type { Store } from "../db.ts";
-import type { EnqueueLimits } from "../validate.ts";
-import type { Registry } from "../job.ts";
+import { RUNNER_DEFAULTS } from "../settings/config.ts";
+import type { Store } from "../db/db.ts";
+import type { EnqueueLimits } from "../jobs/validate.ts";
+import type { Registry } from "../jobs/job.ts";
 import type { Clock } from "./clock.ts";
 import type { Linger } from "./linger.ts";
 
-/** What `runWorker` takes, tells and returns (shared/worker.ts), and the defaults it takes from the config. */
+/** What `runWorker` takes, tells and returns (shared/runner/worker.ts), and the defaults it takes from the config. */
 
 export interface WorkerLog {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -68,7 +68,7 @@ export interface WorkerOptions {
   clock?: Clock;
 }
 
-/** The options `runWorker` paces itself by, with the config's defaults (shared/config.ts) where one is not given. */
+/** The options `runWorker` paces itself by, with the config's defaults (shared/settings/config.ts) where one is not given. */
 export type WorkerPacing = Required<Pick<WorkerOptions, "idleMs" | "pollMs" | "linger" | "fair">>;
 
 /**

@@ -1,4 +1,4 @@
-import type { PrefetchGauge } from "../prefetch.ts";
+import type { PrefetchGauge } from "./prefetch.ts";
 import { pause, type Clock } from "./clock.ts";
 import type { Completer } from "./completer.ts";
 import type { Isolation } from "./isolation.ts";
@@ -7,7 +7,7 @@ import type { Producer } from "./producer.ts";
 import type { Slots } from "./slots.ts";
 import type { Tally } from "./tally.ts";
 
-/** What the runner's parts share, wired once by `runWorker` (shared/worker.ts). */
+/** What the runner's parts share, wired once by `runWorker` (shared/runner/worker.ts). */
 export interface RunnerParts {
   options: WorkerOptions;
   clock: Clock;

@@ -1,6 +1,6 @@
-import { claimBatch, rateOpensInMs, suspectWaiting, type ClaimedJob } from "../claim.ts";
-import type { Store } from "../db.ts";
-import { extendLease } from "../settle.ts";
+import { claimBatch, rateOpensInMs, suspectWaiting, type ClaimedJob } from "../lifecycle/claim.ts";
+import type { Store } from "../db/db.ts";
+import { extendLease } from "../lifecycle/settle.ts";
 import type { Clock } from "./clock.ts";
 import { settleMarginMs } from "./executor.ts";
 import { retrying } from "./transient.ts";

@@ -1,5 +1,5 @@
-import { retryDelayMs } from "../backoff.ts";
-import type { JobContext } from "../job.ts";
+import { retryDelayMs } from "../lifecycle/backoff.ts";
+import type { JobContext } from "../jobs/job.ts";
 import { executeJob } from "./executor.ts";
 import type { RunnerParts } from "./parts.ts";
 import type { Buffered } from "./producer.ts";

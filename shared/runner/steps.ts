@@ -1,7 +1,7 @@
-import type { ClaimedJob } from "../claim.ts";
-import { sql, type Store } from "../db.ts";
-import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson } from "../payload.ts";
-import { settleJobs, stepKey, type StepRecord } from "../settle.ts";
+import type { ClaimedJob } from "../lifecycle/claim.ts";
+import { sql, type Store } from "../db/db.ts";
+import { DEFAULT_MAX_PAYLOAD_BYTES, payloadJson } from "../jobs/payload.ts";
+import { settleJobs, stepKey, type StepRecord } from "../lifecycle/settle.ts";
 import type { Clock } from "./clock.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { backoffDelayMs } from "../backoff.ts";
+import { backoffDelayMs } from "../lifecycle/backoff.ts";
 import type { Clock } from "./clock.ts";
 
 /**
@@ -47,7 +47,7 @@ export function isTransient(err: unknown): boolean {
   return typeof message === "string" && TRANSIENT_MESSAGES.some((re) => re.test(message));
 }
 
-/** Backoff between tries: the backoff formula (shared/backoff.ts, equal jitter), from `baseMs`, capped. */
+/** Backoff between tries: the backoff formula (shared/lifecycle/backoff.ts, equal jitter), from `baseMs`, capped. */
 export function backoffMs(tryNumber: number, baseMs = 50, capMs = 2_000, random: () => number = Math.random): number {
   return backoffDelayMs(tryNumber, baseMs, capMs, random);
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from "../../shared/db.ts";
+import type { Queryable } from "../../shared/db/db.ts";
 
 /**
  * Ends backends of the current database with pg_terminate_backend, never the

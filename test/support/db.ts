@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import WebSocket from "ws";
 import { inject } from "vitest";
-import type { Pool, Store } from "../../shared/db.ts";
-import { createPgPool } from "../../shared/drivers/pg.ts";
-import { createNeonPool } from "../../shared/drivers/neon.ts";
-import { migrate } from "../../shared/migrate.ts";
+import type { Pool, Store } from "../../shared/db/db.ts";
+import { createPgPool } from "../../shared/db/drivers/pg.ts";
+import { createNeonPool } from "../../shared/db/drivers/neon.ts";
+import { migrate } from "../../shared/db/migrate.ts";
 
 export type Driver = "pg" | "neon";
 /** The core suite runs through both database drivers. */

@@ -2,7 +2,7 @@ import { bundleEdgeWorker } from "../../dev/edge-bundle.ts";
 import { Miniflare, kCurrentWorker, type Request as MfRequest } from "miniflare";
 import { inject } from "vitest";
 import { databaseUrl } from "./db.ts";
-import { EDGE_ENV } from "../../shared/environment.ts";
+import { EDGE_ENV } from "../../shared/settings/environment.ts";
 
 /**
  * The edge Worker in the real workerd runtime: bundled with esbuild for a

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import type { Store } from "../../shared/db.ts";
-import { enqueueJobs, job } from "../../shared/enqueue.ts";
-import { createRegistry, defineJob } from "../../shared/job.ts";
-import { runWorker } from "../../shared/worker.ts";
+import type { Store } from "../../shared/db/db.ts";
+import { enqueueJobs, job } from "../../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../../shared/jobs/job.ts";
+import { runWorker } from "../../shared/runner/worker.ts";
 
 /**
  * One workload shape for the fair claim: one tenant ("big") has a backlog,

@@ -1,4 +1,4 @@
-import type { Queryable } from "../../shared/db.ts";
+import type { Queryable } from "../../shared/db/db.ts";
 import type { OracleEvent } from "./oracle.ts";
 
 /**

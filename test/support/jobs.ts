@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defineJob } from "../../shared/job.ts";
+import { defineJob } from "../../shared/jobs/job.ts";
 
 /** Job types the core tests enqueue; handlers are set per test where run. */
 export const noop = defineJob({ name: "noop", schema: z.object({ n: z.number().int() }), handler: () => {} });

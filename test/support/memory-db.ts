@@ -1,5 +1,5 @@
-import { retryOrDead } from "../../shared/attempt-rules.ts";
-import type { Queryable, QueryResult } from "../../shared/db.ts";
+import { retryOrDead } from "../../shared/lifecycle/attempt-rules.ts";
+import type { Queryable, QueryResult } from "../../shared/db/db.ts";
 import type { Clock } from "../../shared/runner/clock.ts";
 
 /**
@@ -42,7 +42,7 @@ export interface Sent {
 }
 
 type SettleKind = "started" | "succeeded" | "failed" | "released" | "slept";
-/** The settle statement's parts in their order, with how many bound arrays each takes (shared/settle.ts). */
+/** The settle statement's parts in their order, with how many bound arrays each takes (shared/lifecycle/settle.ts). */
 const PARTS: [SettleKind, number][] = [["started", 2], ["succeeded", 4], ["failed", 7], ["released", 2], ["slept", 4]];
 
 /** An error the runner takes for a lost connection. */

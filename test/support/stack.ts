@@ -1,10 +1,10 @@
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { fileURLToPath } from "node:url";
 import { inject } from "vitest";
-import { defineConfig, type Config } from "../../shared/config.ts";
+import { defineConfig, type Config } from "../../shared/settings/config.ts";
 import { localFunctions } from "../../dev/functions.ts";
 import type { z } from "zod";
-import { configSchema } from "../../shared/config.ts";
+import { configSchema } from "../../shared/settings/config.ts";
 import { startLambdaRuntime, type LambdaRuntime, type LambdaRuntimeOptions } from "../../dev/lambda/runtime.ts";
 import { LOCAL_ENV } from "../../dev/local-env.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./db.ts";

@@ -1,0 +1,181 @@
+import { chargedAttemptsSql, endsDeadSql } from "./attempt-rules.ts";
+import type { Failure, Lease, Sleep, Success } from "./settle-batch.ts";
+
+/**
+ * The settle statement's text, built from one part per kind of outcome
+ * (start mark, success, failure, release, sleep) and the step records, each
+ * fenced by the lease (`FENCED`); shared/lifecycle/settle.ts runs it.
+ */
+
+/** The channel `waitForJob` listens on; each notification's payload is the schema-qualified job id. */
+export const JOB_ENDED_CHANNEL = "leasehold_job_ended";
+
+/**
+ * Notifies the end of the job `alias` when someone awaits it (and `when`
+ * holds): a lateral join on the part's result, so it runs once per row and
+ * only for the rows that ask. The payload is rewritten with the schema.
+ */
+const notifyEnd = (alias: string, when = "true") =>
+  `left join lateral (select pg_notify('${JOB_ENDED_CHANNEL}', 'leasehold.' || ${alias}.id::text) where ${alias}.awaited and ${when}) n on true`;
+
+const FENCED = `j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()`;
+
+/** The retry-or-dead rule (shared/lifecycle/attempt-rules.ts) for a failure, permanent or not. */
+const FAILURE_ENDS_DEAD = endsDeadSql("j", "s.permanent");
+
+/**
+ * The settle statement for the kinds a batch holds, composed once per
+ * combination from static parts (every value a bound, cast parameter): a
+ * batch of successes alone, the common case, plans in a sixth of the time
+ * of the statement with every part, and runs none of the parts it would
+ * leave empty. Each kind is one part: its columns (bound as arrays), its
+ * update, the attempt row it records (if it ends the attempt) and what it
+ * reports.
+ */
+export interface Part<L> {
+  values: (list: readonly L[]) => unknown[];
+  cte: (p: string[]) => string;
+  record?: string;
+  result: string;
+}
+
+export const leaseValues = (list: readonly Lease[]) => [ids(list), tokens(list)];
+
+export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Part<Failure>; released: Part<Lease>; slept: Part<Sleep> } = {
+  started: {
+    values: leaseValues,
+    cte: (p) => `marked as (
+  update leasehold.jobs j set handler_started = true
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
+  where j.id = s.id and ${FENCED}
+  returning j.id, j.generation, j.runs
+)`,
+    result: `select id::text, 'started'::text as kind, null::text as status from marked`,
+  },
+  succeeded: {
+    values: (list) => [ids(list), tokens(list), list.map((l) => l.result ?? null), stepLogs(list)],
+    cte: (p) => `done as (
+  update leasehold.jobs j
+  set status = 'succeeded', finished_at = now(), lease_expires_at = null, last_error = null,
+      suspect = false, owes_attempt = false, start_first = false, result = s.result::jsonb
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[]) as s(id, token, result, steps)
+  where j.id = s.id and ${FENCED}
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.awaited, s.steps
+)`,
+    record: `select id, runs, generation, runner_id, started_at, now(), 'succeeded'::leasehold.attempt_outcome, null::text, steps::jsonb from done`,
+    result: `select d.id::text, 'succeeded'::text as kind, null::text as status from done d ${notifyEnd("d")}`,
+  },
+  failed: {
+    values: (list) => [
+      ids(list), tokens(list), list.map((f) => f.outcome), list.map((f) => f.error),
+      list.map((f) => f.retryDelayMs), list.map((f) => f.permanent ?? false), stepLogs(list),
+    ],
+    cte: (p) => `failed as (
+  update leasehold.jobs j
+  -- An attempt owed from a death that was given back is charged with this
+  -- failure; and the job keeps recording its start first (its handler may
+  -- have gone on to kill its runner after it was aborted).
+  set attempts = ${chargedAttemptsSql("j")},
+      status = (case when ${FAILURE_ENDS_DEAD} then 'dead' else 'queued' end)::leasehold.job_status,
+      run_at = case when ${FAILURE_ENDS_DEAD} then j.run_at else now() + s.delay_ms * interval '1 millisecond' end,
+      finished_at = case when ${FAILURE_ENDS_DEAD} then now() end,
+      lease_expires_at = null, last_error = s.error, suspect = false, owes_attempt = false
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[], ${p[5]}::boolean[], ${p[6]}::text[])
+    as s(id, token, outcome, error, delay_ms, permanent, steps)
+  where j.id = s.id and ${FENCED}
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.status, j.awaited, s.outcome, s.error, s.steps
+)`,
+    record: `select id, runs, generation, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error, steps::jsonb from failed`,
+    result: `select f.id::text, 'failed'::text as kind, f.status::text as status from failed f ${notifyEnd("f", "f.status = 'dead'")}`,
+  },
+  released: {
+    values: leaseValues,
+    cte: (p) => `released as (
+  update leasehold.jobs j
+  set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
+  where j.id = s.id and ${FENCED}
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at
+)`,
+    record: `select id, runs, generation, runner_id, started_at, now(), 'released'::leasehold.attempt_outcome, null::text, null::jsonb from released`,
+    result: `select id::text, 'released'::text as kind, null::text as status from released`,
+  },
+  slept: {
+    values: (list) => [ids(list), tokens(list), list.map((l) => l.runAt), stepLogs(list)],
+    // Like a release: the attempt is given back; the job waits for its time.
+    cte: (p) => `slept as (
+  update leasehold.jobs j
+  set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null, run_at = s.run_at
+  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::timestamptz[], ${p[3]}::text[]) as s(id, token, run_at, steps)
+  where j.id = s.id and ${FENCED}
+  returning j.id, j.runs, j.generation, j.runner_id, j.started_at, s.steps
+)`,
+    record: `select id, runs, generation, runner_id, started_at, now(), 'slept'::leasehold.attempt_outcome, null::text, steps::jsonb from slept`,
+    result: `select id::text, 'slept'::text as kind, null::text as status from slept`,
+  },
+};
+export type Kind = keyof typeof PARTS;
+export const KINDS: readonly Kind[] = ["started", "succeeded", "failed", "released", "slept"];
+
+/** The CTE of each kind that can carry step records: its rows are the jobs it changed (id, generation, runs). */
+export const CARRIERS: Partial<Record<Kind, string>> = { started: "marked", succeeded: "done", failed: "failed", slept: "slept" };
+
+// Jobs with step records and nothing else in the batch: held FOR SHARE until
+// the records commit, so a rescue or settle waits for them, and one that
+// came first leaves no row to read (fenced).
+const HELD = (p: string[]) => `held as (
+  select j.id, j.generation, j.runs from leasehold.jobs j
+  join unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token) on j.id = s.id
+  where ${FENCED}
+  for share of j
+)`;
+
+// A record written again (its first write committed, its answer lost) is
+// the same step of the same run: reported written, not a conflict.
+const RECORD_STEPS = (p: string[], carriers: string[]) => `stepped as (
+  insert into leasehold.job_steps as k (job_id, generation, seq, name, result, attempt, duration_ms)
+  select c.id, c.generation, r.seq, r.name, r.result::jsonb, c.runs, r.ms
+  from unnest(${p[0]}::bigint[], ${p[1]}::integer[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[]) as r(id, seq, name, result, ms)
+  join (${carriers.map((c) => `select id, generation, runs from ${c}`).join(" union all ")}) c on c.id = r.id
+  on conflict (job_id, generation, seq) do update set name = excluded.name
+  where k.name = excluded.name and k.attempt = excluded.attempt
+  returning k.job_id, k.seq
+)`;
+
+/**
+ * The statement for these kinds (and, when `held` or `steps`, the jobs held
+ * for their records and the records), `values` being each kind's bound
+ * columns in order, then the held jobs', then the records' (their counts
+ * number the parameters).
+ */
+const statements = new Map<string, string>();
+export function settleStatement(kinds: readonly Kind[], values: readonly unknown[][], held: boolean, steps: boolean): string {
+  const key = `${kinds.join(",")}${held ? "+held" : ""}${steps ? "+steps" : ""}`;
+  let text = statements.get(key);
+  if (text === undefined) {
+    let n = 0;
+    const params = (i: number) => values[i]!.map(() => `$${++n}`);
+    const ctes = kinds.map((k, i) => PARTS[k].cte(params(i)));
+    if (held) ctes.push(HELD(params(kinds.length)));
+    if (steps) {
+      const carriers = [...kinds.flatMap((k) => CARRIERS[k] ?? []), ...(held ? ["held"] : [])];
+      ctes.push(RECORD_STEPS(params(kinds.length + (held ? 1 : 0)), carriers));
+    }
+    const records = kinds.flatMap((k) => PARTS[k].record ?? []);
+    if (records.length > 0) {
+      ctes.push(`recorded as (
+  insert into leasehold.job_attempts (job_id, attempt, generation, runner_id, claimed_at, ended_at, outcome, error, steps)
+  ${records.join("\n  union all\n  ")}
+)`);
+    }
+    const results = kinds.map((k) => PARTS[k].result);
+    if (steps) results.push(`select job_id::text || '/' || seq::text as id, 'steps'::text as kind, null::text as status from stepped`);
+    text = `with ${ctes.join(", ")}\n${results.join("\nunion all ")}`;
+    statements.set(key, text);
+  }
+  return text;
+}
+
+export const ids = (leases: readonly Lease[]) => leases.map((l) => l.id);
+export const tokens = (leases: readonly Lease[]) => leases.map((l) => l.leaseToken);
+const stepLogs = (list: readonly { steps?: string | null }[]) => list.map((l) => l.steps ?? null);
