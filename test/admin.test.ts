@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cancelJob, getJob, listJobs, retryDeadJobs, retryJob } from "../shared/observe/admin.ts";
+import { cancelJob, retryDeadJobs, retryJob } from "../shared/lifecycle/manual.ts";
+import { getJob, listJobs } from "../shared/observe/admin.ts";
 import { claimJobs } from "../shared/lifecycle/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { completeJobs, failJobs } from "../shared/lifecycle/settle.ts";

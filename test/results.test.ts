@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { cancelJob, getJob } from "../shared/observe/admin.ts";
+import { cancelJob } from "../shared/lifecycle/manual.ts";
+import { getJob } from "../shared/observe/admin.ts";
 import { enqueue } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { waitForJob, WaitTimeoutError } from "../shared/observe/wait.ts";

@@ -128,10 +128,24 @@ describe("each rule of a job's life is written once", () => {
     expect(filesWriting(writes)).toEqual([owner]);
   });
 
+  it("every state change of a job is a statement in shared/lifecycle/ (the bench's before-and-after copies and fixtures aside)", () => {
+    // SQL that sets a job's status, or brings a job into being.
+    const writesStatus = /\bset\s+status\s*=|\binsert\s+into\s+leasehold\.jobs\b|`\s*status\s*=\s*'/i;
+    expect(writesStatus.test("update leasehold.jobs set status = 'dead'")).toBe(true);
+    expect(writesStatus.test("select 1 from leasehold.jobs where status = 'dead'")).toBe(false);
+    expect(filesWriting(writesStatus).filter((f) => !f.startsWith("bench"))).toEqual([
+      "shared/lifecycle/claim-sql.ts", // queued -> running
+      "shared/lifecycle/enqueue-sql.ts", // (none) -> queued, and (none) -> running for the insert that is a claim
+      "shared/lifecycle/manual.ts", // queued -> cancelled, dead -> queued
+      "shared/lifecycle/rescue.ts", // running, lease expired -> queued or dead
+      "shared/lifecycle/settle-sql.ts", // running -> succeeded, queued (retry, release, sleep) or dead
+    ].map((f) => join(...f.split("/"))));
+  });
+
   it("the attempt rules are built from the shared fragments where they run", () => {
     const uses = (file: string, name: string) => readFileSync(join(root, file), "utf8").includes(`${name}(`);
     expect(uses("shared/lifecycle/claim-sql.ts", "startsFirstSql")).toBe(true);
-    expect(uses("shared/jobs/enqueue.ts", "startsFirstSql")).toBe(true);
+    expect(uses("shared/lifecycle/enqueue-sql.ts", "startsFirstSql")).toBe(true);
     expect(uses("shared/lifecycle/settle-sql.ts", "endsDeadSql")).toBe(true);
     expect(uses("shared/lifecycle/settle-sql.ts", "chargedAttemptsSql")).toBe(true);
     expect(uses("shared/lifecycle/rescue.ts", "retryOrDead")).toBe(true);

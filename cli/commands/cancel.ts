@@ -1,4 +1,4 @@
-import { cancelJob } from "../../shared/observe/admin.ts";
+import { cancelJob } from "../../shared/lifecycle/manual.ts";
 import { expectPositionals, parseJobId } from "../args.ts";
 import type { Command } from "../command.ts";
 import { refusal } from "./refusal.ts";

@@ -1,4 +1,4 @@
-import { retryDeadJobs, retryJob } from "../../shared/observe/admin.ts";
+import { retryDeadJobs, retryJob } from "../../shared/lifecycle/manual.ts";
 import { queueStats } from "../../shared/observe/stats.ts";
 import { expectPositionals, parseJobId } from "../args.ts";
 import { option, type Command } from "../command.ts";

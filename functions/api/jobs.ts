@@ -1,6 +1,7 @@
 /** The `/v1/jobs` handlers: enqueue (one or a batch), get, list, retry, cancel. */
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { cancelJob, getJob, listJobs, retryJob, type JobDetail, type JobRecord } from "../../shared/observe/admin.ts";
+import { cancelJob, retryJob } from "../../shared/lifecycle/manual.ts";
+import { getJob, listJobs, type JobDetail, type JobRecord } from "../../shared/observe/admin.ts";
 import type { Store } from "../../shared/db/db.ts";
 import { enqueueJobs, type EnqueueLimits, type JobSpec } from "../../shared/jobs/enqueue.ts";
 import { ValidationError } from "../../shared/errors.ts";

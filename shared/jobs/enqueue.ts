@@ -1,6 +1,6 @@
 import type { z } from "zod";
-import { startsFirstSql } from "../lifecycle/attempt-rules.ts";
 import { sql, type Store } from "../db/db.ts";
+import { INSERT_CLAIMED, INSERT_JOBS, INSERT_JOBS_DEDUPED, INSERT_ONE } from "../lifecycle/enqueue-sql.ts";
 import { ValidationError } from "../errors.ts";
 import type { EnqueuedJob, EnqueueOptions, JobType } from "./job-types.ts";
 import { toClaimed, type ClaimedJob, type ClaimedRow } from "../lifecycle/claim.ts";
@@ -21,44 +21,6 @@ export function job<S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, 
   return { type, payload, options };
 }
 
-/** Rows are inserted in the order given (`i`): a deduplicated batch relies on it to take its keys in order. */
-const COLUMNS = `
-insert into leasehold.jobs
-  (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key,
-   fair_group, concurrency_key, concurrency_limit, rate_key, rate_limit, rate_period_ms)
-select q, n, p::jsonb, pr, coalesce(to_timestamp(ra / 1000), now() + d * interval '1 millisecond'), ma, lm, bm, g, dk, fg, ck, cl,
-       rk, rl, rp
-from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::float8[], $6::float8[],
-            $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[],
-            $12::text[], $13::text[], $14::integer[], $15::text[], $16::integer[], $17::integer[]) with ordinality
-  as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk, fg, ck, cl, rk, rl, rp, i)
-order by i`;
-
-/** Without dedupe keys there can be no conflict, and no speculative insertion to pay for. */
-const INSERT_JOBS = `${COLUMNS}
-returning id::text`;
-
-/**
- * One job without a dedupe key, the commonest enqueue (a route's): the same
- * columns and values as a batch of one, as plain parameters. Half the time of
- * the batch statement for one row in a freshly created table (0.8 against
- * 1.7-2.1 ms), where the planner has no statistics yet.
- */
-const INSERT_ONE = `
-insert into leasehold.jobs
-  (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key,
-   fair_group, concurrency_key, concurrency_limit, rate_key, rate_limit, rate_period_ms)
-values ($1::text, $2::text, $3::jsonb, $4::smallint,
-        coalesce(to_timestamp($5::float8 / 1000), now() + $6::float8 * interval '1 millisecond'),
-        $7::integer, $8::integer, $9::integer, $10::text, $11::text, $12::text, $13::text, $14::integer,
-        $15::text, $16::integer, $17::integer)
-returning id::text`;
-
-/** A key already pending is skipped, never written to: its runner must not wait on our transaction. */
-const INSERT_JOBS_DEDUPED = `${COLUMNS}
-on conflict (name, dedupe_key) where dedupe_key is not null and status in ('queued', 'running')
-do nothing
-returning id::text, name, dedupe_key`;
 
 const PENDING_JOBS = `
 select j.id::text, j.name, j.dedupe_key
@@ -196,14 +158,6 @@ async function insertRows(store: Store, rows: readonly Row[]): Promise<EnqueuedJ
   return written.map(({ id }) => ({ id, existing: false }));
 }
 
-const INSERT_CLAIMED = `
-insert into leasehold.jobs
-  (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key, fair_group,
-   status, attempts, runs, lease_token, lease_expires_at, runner_id, started_at)
-values ($1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text,
-   'running', 1, 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now())
-returning id::text, queue, name, payload, attempts, runs, ${startsFirstSql()} as start_first, max_attempts, lease_ms, backoff_ms,
-  lease_token::text`;
 
 /**
  * Enqueues one job already claimed by `runnerId`: the insert is the claim
