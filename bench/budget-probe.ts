@@ -24,12 +24,6 @@ export const PROBES: Record<string, string> = {
   base: "",
   // Room on each page for the claim's and the settle's new versions.
   "fillfactor-50": "alter table leasehold.jobs set (fillfactor = 50)",
-  // The finished jobs' index as a BRIN: settle order is heap order.
-  "finished-brin": `drop index leasehold.jobs_finished_idx;
-    create index jobs_finished_brin on leasehold.jobs using brin (finished_at) where status in ('succeeded', 'dead', 'cancelled')`,
-  // What the attempt row of a success costs: the row is dropped by a trigger.
-  "no-attempt-row": `create function leasehold.skip_row() returns trigger language plpgsql as $$ begin return null; end $$;
-    create trigger skip_attempts before insert on leasehold.job_attempts for each row execute function leasehold.skip_row()`,
   // One queued-only index fewer at enqueue (the plain claim then plans on another index).
   "no-ready-idx": "drop index leasehold.jobs_ready_idx",
 };

@@ -127,7 +127,7 @@ export async function childExec(args: ChildArgs): Promise<ExecResult> {
     `select count(*) filter (where status = 'succeeded')::int as succeeded,
             count(*) filter (where status <> 'succeeded')::int as not_succeeded,
             count(*) filter (where attempts <> 1)::int as attempts_not_1,
-            (select count(*)::int from ${SCHEMA}.job_attempts where job_id >= $1::bigint and job_id < $1::bigint + $2::int) as attempt_rows
+            (select count(*)::int from ${SCHEMA}.attempts where job_id >= $1::bigint and job_id < $1::bigint + $2::int) as attempt_rows
      from ${SCHEMA}.jobs where ${range}`,
     [minId, n],
   );

@@ -199,7 +199,7 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
   }
 
   out.push("## Exactly once", "");
-  out.push("Every execute and hop run checks a per-job run counter in the worker and the database state afterwards (Leasehold: every job `succeeded`, `attempts` = 1, one `succeeded` attempt row each). " +
+  out.push("Every execute and hop run checks a per-job run counter in the worker and the database state afterwards (Leasehold: every job `succeeded`, `attempts` = 1, one `succeeded` attempt each, read through the `attempts` view). " +
     "Scale-out: the handler runs of all processes add up to the jobs, and the database shows none left.", "");
   out.push("| phase | " + Object.keys(m.libs).map((l) => m.libs[l]!.name).join(" | ") + " |", `|${" --- |".repeat(1 + Object.keys(m.libs).length)}`);
   for (const [name, pr] of Object.entries(r.phases)) {

@@ -98,7 +98,7 @@ describe.each(drivers)("operator actions and views (%s driver)", (driver) => {
     expect(await getJob(t, old)).toBeNull();
     expect(await getJob(t, fresh)).not.toBeNull();
     expect(await getJob(t, pending.id)).not.toBeNull();
-    const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".job_attempts where job_id = $1`, [old]);
+    const { rows } = await t.admin.query(`select count(*)::int as n from "${t.schema}".attempts where job_id = $1`, [old]);
     expect(rows[0]!.n).toBe(0);
   });
 });

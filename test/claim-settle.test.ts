@@ -23,7 +23,7 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
   const row = async (id: string) =>
     (await t.admin.query<any>(`select *, lease_token::text as token from "${t.schema}".jobs where id = $1`, [id])).rows[0]!;
   const attemptRows = async (id: string) =>
-    (await t.admin.query<any>(`select * from "${t.schema}".job_attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
+    (await t.admin.query<any>(`select * from "${t.schema}".attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
   const claimOne = async (queue: string, runnerId = "r1", maxLeaseMs = 60_000) =>
     (await claimJobs(t, { queue, runnerId, limit: 1, maxLeaseMs }))[0];
 
@@ -98,6 +98,20 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toMatchObject({ attempt: 1, runner_id: "runner-a", outcome: "succeeded", error: null });
     expect(attempts[0]!.ended_at.getTime()).toBeGreaterThanOrEqual(attempts[0]!.claimed_at.getTime());
+  });
+
+  it("a success without steps writes no attempt row: its job row is its record, read through the attempts view", async () => {
+    const queue = freshQueue();
+    const { id } = await enqueue(t, noop, { n: 1 }, { queue });
+    const claimed = (await claimOne(queue, "runner-b"))!;
+    await completeJobs(t, [{ id, leaseToken: claimed.leaseToken }]);
+    const written = await t.admin.query(`select 1 from "${t.schema}".job_attempts where job_id = $1`, [id]);
+    expect(written.rowCount).toBe(0);
+    const job = await row(id);
+    expect(await attemptRows(id)).toEqual([{
+      job_id: job.id, attempt: job.runs, generation: job.generation, runner_id: "runner-b",
+      claimed_at: job.started_at, ended_at: job.finished_at, outcome: "succeeded", error: null, steps: null,
+    }]);
   });
 
   it("refuses a settle with a token that is not the current one, changing nothing", async () => {

@@ -67,7 +67,7 @@ describe("a job of a type the deployed runners do not know", () => {
   const row = async () =>
     (await t.admin.query(`select status::text, attempts, runs, last_error from "${t.schema}".jobs where id = $1`, [id])).rows[0];
   const attemptRows = async () =>
-    (await t.admin.query(`select outcome::text from "${t.schema}".job_attempts where job_id = $1`, [id])).rows;
+    (await t.admin.query(`select outcome::text from "${t.schema}".attempts where job_id = $1`, [id])).rows;
 
   it("stays queued with no attempt while old runners come and go, and starts no runner of its own", async () => {
     await until(async () => {

@@ -28,7 +28,7 @@ describe("the edge runner's invariants, in workerd", () => {
   const attempts = async (id: string) =>
     (await db.admin.query<{ attempt: number; outcome: string; runner_id: string; error: string | null; held_ms: number }>(
       `select attempt, outcome::text, runner_id, error, (extract(epoch from ended_at - claimed_at) * 1000)::float8 as held_ms
-       from "${db.schema}".job_attempts where job_id = $1 order by attempt, ended_at`, [id])).rows;
+       from "${db.schema}".attempts where job_id = $1 order by attempt, ended_at`, [id])).rows;
   const start = async (runner: Record<string, unknown> = {}) => {
     mf = await startEdge({ schema: db.schema, config: config(runner), oracle, logs });
     return mf;
@@ -115,7 +115,7 @@ describe("the edge runner's invariants, in workerd", () => {
       { status: "succeeded", attempts: 1, n: summary.succeeded },
     ]);
     const released = (await db.admin.query<{ held_ms: number }>(
-      `select (extract(epoch from ended_at - claimed_at) * 1000)::float8 as held_ms from "${db.schema}".job_attempts where outcome = 'released'`,
+      `select (extract(epoch from ended_at - claimed_at) * 1000)::float8 as held_ms from "${db.schema}".attempts where outcome = 'released'`,
     )).rows;
     expect(released).toHaveLength(summary.released as number);
     for (const r of released) expect(r.held_ms).toBeLessThan(1_000);

@@ -26,7 +26,7 @@ describe("the functions, run for real by the local Lambda runtime", () => {
   const count = async (where: string, values: unknown[] = []) =>
     (await s.t.admin.query<{ n: number }>(`select count(*)::int as n from "${s.t.schema}".jobs where ${where}`, values)).rows[0]!.n;
   const attempts = async (id: string) =>
-    (await s.t.admin.query<any>(`select * from "${s.t.schema}".job_attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
+    (await s.t.admin.query<any>(`select * from "${s.t.schema}".attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
   /** Runs the rescuer and wakes the scheduler until `done`, as the crons and enqueues would. */
   const drive = async (done: () => Promise<boolean>, timeoutMs: number, what: string) =>
     until(async () => {
@@ -41,7 +41,7 @@ describe("the functions, run for real by the local Lambda runtime", () => {
     await drive(async () => (await count("name = 'e2e.quick' and status = 'succeeded'")) === 1_000, 60_000, "1,000 successes");
     const { rows } = await s.t.admin.query<{ n: number; jobs: number; firsts: number }>(
       `select count(*)::int as n, count(distinct job_id)::int as jobs, count(*) filter (where attempt = 1 and outcome = 'succeeded')::int as firsts
-       from "${s.t.schema}".job_attempts a join "${s.t.schema}".jobs j on j.id = a.job_id where j.name = 'e2e.quick'`,
+       from "${s.t.schema}".attempts a join "${s.t.schema}".jobs j on j.id = a.job_id where j.name = 'e2e.quick'`,
     );
     expect(rows[0]).toEqual({ n: 1_000, jobs: 1_000, firsts: 1_000 });
     await s.runtime.idle();
@@ -94,7 +94,7 @@ describe("the functions, run for real by the local Lambda runtime", () => {
     expect([...emfValues(s, "rescuer", "DeadJobs"), ...emfValues(s, "scheduler", "DeadJobs")]).toContain(1);
     expect(await count("group_key = 'beside-hog' and status <> 'succeeded'")).toBe(0);
     const { rows } = await s.t.admin.query<{ n: number }>(
-      `select count(*)::int as n from "${s.t.schema}".job_attempts a join "${s.t.schema}".jobs j on j.id = a.job_id
+      `select count(*)::int as n from "${s.t.schema}".attempts a join "${s.t.schema}".jobs j on j.id = a.job_id
        where j.group_key = 'beside-hog' and a.outcome = 'succeeded'`);
     expect(rows[0]!.n).toBe(200); // each succeeded exactly once
   }, 180_000);

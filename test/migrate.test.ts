@@ -26,12 +26,12 @@ describe("the migrator", () => {
     expect(await migrate(pools[0]!, schema)).toEqual([]);
   });
 
-  it("keeps every object in the configured schema", async () => {
+  it("keeps every object in the configured schema (tables and the attempts view)", async () => {
     const { rows } = await pools[0]!.query<{ table_name: string }>(
       "select table_name from information_schema.tables where table_schema = $1 order by 1",
       [schema],
     );
-    expect(rows.map((r) => r.table_name)).toEqual(["concurrency_slots", "job_attempts", "job_steps", "jobs", "migrations", "rate_windows", "recurring_ticks", "runners", "throttle_windows", "wake_watch"]);
+    expect(rows.map((r) => r.table_name)).toEqual(["attempts", "concurrency_slots", "job_attempts", "job_steps", "jobs", "migrations", "rate_windows", "recurring_ticks", "runners", "throttle_windows", "wake_watch"]);
   });
 
   it("rolls back a failing migration whole and records nothing", async () => {

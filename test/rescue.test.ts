@@ -23,7 +23,7 @@ describe.each(drivers)("rescue (%s driver)", (driver) => {
 
   const row = async (id: string) => (await t.admin.query<any>(`select * from "${t.schema}".jobs where id = $1`, [id])).rows[0]!;
   const attemptRows = async (id: string) =>
-    (await t.admin.query<any>(`select * from "${t.schema}".job_attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
+    (await t.admin.query<any>(`select * from "${t.schema}".attempts where job_id = $1 order by ended_at, attempt`, [id])).rows;
   // Claims as a runner does, and records that every handler started (the
   // runner's next write), unless `started` is false.
   const claimAll = async (queue: string, runnerId: string, suspects = false, started = true) => {
@@ -184,7 +184,7 @@ describe.each(drivers)("rescue (%s driver)", (driver) => {
     const byRescue = rescued.reduce((n, r) => n + r.rescued + r.dead + r.refunded, 0);
     expect(bySettle + byRescue).toBe(300);
     const { rows } = await t.admin.query<{ n: number; jobs: number }>(
-      `select count(*)::int as n, count(distinct job_id)::int as jobs from "${t.schema}".job_attempts a
+      `select count(*)::int as n, count(distinct job_id)::int as jobs from "${t.schema}".attempts a
        join "${t.schema}".jobs j on j.id = a.job_id where j.queue = $1`,
       [queue],
     );

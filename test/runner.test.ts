@@ -93,7 +93,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     expect(all.every((r) => r.attempts === 1)).toBe(true);
     for (let i = 0; i < n; i++) expect(oracle.starts(i)).toBe(1);
     const { rows: attempts } = await t.admin.query<{ outcome: string; n: number }>(
-      `select outcome::text, count(*)::int as n from "${t.schema}".job_attempts a join "${t.schema}".jobs j on j.id = a.job_id
+      `select outcome::text, count(*)::int as n from "${t.schema}".attempts a join "${t.schema}".jobs j on j.id = a.job_id
        where j.queue = $1 group by 1 order by 1`, [queue]);
     expect(attempts.find((a) => a.outcome === "succeeded")?.n).toBe(n);
     expect(attempts.filter((a) => a.outcome !== "succeeded" && a.outcome !== "released")).toEqual([]);

@@ -91,7 +91,7 @@ describe("durable steps under SIGKILL", () => {
     );
     expect(steps).toHaveLength(JOBS * STEPS.length);
     const { rows: attempts } = await t.admin.query<{ job_id: string; attempt: number; outcome: string; steps: { name: string; replayed: boolean }[] | null }>(
-      `select job_id::text, attempt, outcome::text, steps from "${t.schema}".job_attempts`,
+      `select job_id::text, attempt, outcome::text, steps from "${t.schema}".attempts`,
     );
     const attemptOf = new Map(attempts.map((a) => [`${a.job_id}/${a.attempt}`, a]));
     for (const s of steps) {

@@ -50,7 +50,7 @@ describe("wake-ups, on a stack whose schedules have 2 s precision (AWS: 60 s)", 
   const lateness = async (ids: string[]) =>
     (await s.t.admin.query<{ ms: number }>(
       `select extract(epoch from a.claimed_at - j.run_at) * 1000 as ms from "${s.t.schema}".jobs j
-       join "${s.t.schema}".job_attempts a on a.job_id = j.id and a.attempt = j.attempts
+       join "${s.t.schema}".attempts a on a.job_id = j.id and a.attempt = j.attempts
        where j.id = any($1::bigint[]) and j.status = 'succeeded'`, [ids])).rows.map((r) => Number(r.ms));
   /** What an enqueue does after it commits: an asynchronous invoke of the scheduler. */
   const wake = () => s.lambda.send(new InvokeCommand({ FunctionName: "scheduler", InvocationType: "Event", Payload: WAKE }));
@@ -106,7 +106,7 @@ describe("wake-ups, on a stack whose schedules have 2 s precision (AWS: 60 s)", 
     expect(Math.min(...late)).toBeGreaterThanOrEqual(0);
     expect(p95(late)).toBeLessThan(1_000);
     const attempts = await s.t.admin.query<{ n: number }>(
-      `select count(*)::int as n from "${s.t.schema}".job_attempts where job_id = any($1::bigint[]) and outcome = 'failed'`, [ids]);
+      `select count(*)::int as n from "${s.t.schema}".attempts where job_id = any($1::bigint[]) and outcome = 'failed'`, [ids]);
     expect(attempts.rows[0]!.n).toBe(5);
   }, 60_000);
 

@@ -32,7 +32,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
   const attemptsOf = async (queue: string) =>
     (
       await t.admin.query<any>(
-        `select a.* from "${t.schema}".job_attempts a join "${t.schema}".jobs j on j.id = a.job_id where j.queue = $1 order by a.ended_at, a.attempt`,
+        `select a.* from "${t.schema}".attempts a join "${t.schema}".jobs j on j.id = a.job_id where j.queue = $1 order by a.ended_at, a.attempt`,
         [queue],
       )
     ).rows;

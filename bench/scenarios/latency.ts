@@ -72,7 +72,7 @@ async function trial(s: ScenarioStack, waitFor: () => Promise<void>): Promise<Tr
             (select extract(epoch from l.at) * 1000 from "${s.schema}".scenario_runner_log l where l.event = 'started' and l.request_id = a.runner_id limit 1) as runner_started,
             extract(epoch from a.claimed_at) * 1000 as claimed,
             (select extract(epoch from min(e.at)) * 1000 from "${s.schema}".scenario_events e where e.job_id = j.id and e.kind = 'start') as started
-     from "${s.schema}".jobs j join "${s.schema}".job_attempts a on a.job_id = j.id where j.id = $1`, [enqueued!.id]);
+     from "${s.schema}".jobs j join "${s.schema}".attempts a on a.job_id = j.id where j.id = $1`, [enqueued!.id]);
   const r = rows[0]!;
   const created = Number(r.created);
   const wake = s.wakes[wakesBefore];

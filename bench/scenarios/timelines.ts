@@ -51,7 +51,7 @@ select j.id::text, j.name, j.queue, j.status::text, j.group_key, j.payload, j.at
        coalesce((select json_agg(json_build_object('attempt', a.attempt, 'runnerId', a.runner_id,
                    'claimedAt', extract(epoch from a.claimed_at) * 1000, 'endedAt', extract(epoch from a.ended_at) * 1000,
                    'outcome', a.outcome, 'error', a.error) order by a.ended_at, a.attempt)
-                 from "SCHEMA".job_attempts a where a.job_id = j.id), '[]') as attempt_rows
+                 from "SCHEMA".attempts a where a.job_id = j.id), '[]') as attempt_rows
 from "SCHEMA".jobs j order by j.id`;
 
 export async function readTimelines(stack: ScenarioRows): Promise<JobTimeline[]> {

@@ -62,7 +62,9 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
   where j.id = s.id and ${FENCED}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.awaited, s.steps
 )`,
-    record: `select id, runs, generation, runner_id, started_at, now(), 'succeeded'::leasehold.attempt_outcome, null::text, steps::jsonb from done`,
+    // A success's attempt is its job row (the attempts view, migration 0014): a row only to keep a step log.
+    record: `select id, runs, generation, runner_id, started_at, now(), 'succeeded'::leasehold.attempt_outcome, null::text, steps::jsonb
+  from done where steps is not null`,
     result: `select d.id::text, 'succeeded'::text as kind, null::text as status from done d ${notifyEnd("d")}`,
   },
   failed: {

@@ -10,7 +10,7 @@ export type { AttemptRecord, JobRecord, StepRecord } from "./job-record.ts";
 const GET_JOB = `select ${JOB_COLUMNS}, result from leasehold.jobs where id = $1::bigint`;
 const GET_ATTEMPTS = `
 select attempt as run, generation, runner_id, claimed_at, ended_at, outcome::text, error, steps
-from leasehold.job_attempts where job_id = $1::bigint order by attempt`;
+from leasehold.attempts where job_id = $1::bigint order by attempt`;
 const GET_STEPS = `
 select generation, seq, name, attempt, duration_ms, recorded_at, result
 from leasehold.job_steps where job_id = $1::bigint order by generation, seq`;

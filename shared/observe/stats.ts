@@ -155,14 +155,15 @@ export interface ThroughputBucket {
 }
 
 // One row per minute, oldest first, the current (partial) minute last. Reads
-// only the attempts ended inside the window, through the job_attempts_ended_brin index.
+// only the attempts ended inside the window (the attempts view: job_attempts
+// through its ended_at BRIN, successes through the jobs' finished_at BRIN).
 // `released` attempts (given back uncharged, never run) are not counted.
 const THROUGHPUT = `
 with window_start as (
   select date_trunc('minute', now()) - ($1::integer - 1) * interval '1 minute' as since
 ), ended as (
   select date_trunc('minute', a.ended_at) as minute, a.outcome, count(*) as n
-  from leasehold.job_attempts a, window_start w
+  from leasehold.attempts a, window_start w
   where a.ended_at >= w.since and a.outcome <> 'released'
   group by 1, 2
 )

@@ -12,7 +12,7 @@ export interface JobRow {
   status: string;
   /** The jobs.attempts column: attempts charged (a release gives one back). */
   attempts: number;
-  /** job_attempts rows other than `released`: attempts recorded as used. */
+  /** Attempts (the attempts view) other than `released`: attempts recorded as used. */
   chargedRows: number;
 }
 
@@ -44,7 +44,7 @@ const TERMINAL = new Set(["succeeded", "dead", "cancelled"]);
 export async function readJobRows(db: Queryable, schema: string): Promise<JobRow[]> {
   const { rows } = await db.query<JobRow>(
     `select j.id::text, j.status::text, j.attempts,
-            (select count(*)::int from "${schema}".job_attempts a where a.job_id = j.id and a.outcome <> 'released') as "chargedRows"
+            (select count(*)::int from "${schema}".attempts a where a.job_id = j.id and a.outcome <> 'released') as "chargedRows"
      from "${schema}".jobs j order by j.id`,
   );
   return rows;
