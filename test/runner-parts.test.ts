@@ -59,6 +59,26 @@ describe("the executor", () => {
     expect(clock.pending()).toBe(0);
   });
 
+  it("gives a handler a context it may destructure: every field, and step, sleep and signal working unbound", async () => {
+    const clock = new ManualClock();
+    let seen: unknown;
+    const type = defineJob({
+      name: "t", schema: z.object({}),
+      handler: async (_p, { jobId, attempt, run, maxAttempts, leaseToken, runnerId, enqueue, step, sleep, sleepUntil, signal }) => {
+        seen = { jobId, attempt, run, maxAttempts, leaseToken, runnerId, enqueue: typeof enqueue, step: typeof step, aborted: signal.aborted };
+        // Unbound: a step without a store throws its own error, not a TypeError about `this`.
+        expect(() => step("a", () => 1)).toThrow("ctx.step and ctx.sleep need the runner's store");
+        await expect(sleep(-1)).rejects.toThrow("finite number of ms >= 0");
+        expect(() => sleepUntil(new Date())).toThrow("need the runner's store");
+      },
+    });
+    expect(await executeJob({ job: claimed(1_000), type, deadline: clock.now() + 1_000, clock, context })).toEqual({ outcome: "succeeded" });
+    expect(seen).toEqual({
+      jobId: "1", attempt: 1, run: 1, maxAttempts: 3, leaseToken: "00000000-0000-0000-0000-000000000000", runnerId: "r",
+      enqueue: "function", step: "function", aborted: false,
+    });
+  });
+
   it("keeps a quarter of a short lease, and at most two seconds of a long one, for the settle", () => {
     expect(settleMarginMs(200)).toBe(50);
     expect(settleMarginMs(2_000)).toBe(500);

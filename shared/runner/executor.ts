@@ -79,67 +79,117 @@ export interface ExecuteArgs {
  * deadline, a throw turned into a failure. A payload that no longer fits the
  * schema, or a `PermanentError`, fails the job for good. Knows nothing of
  * batches or slots.
- *
- * This runs once per job, so it allocates little: one promise, one timer,
- * and the AbortController only when the handler reads `ctx.signal` (a signal
- * read after the deadline comes already aborted). The deadline ends the run
- * whether or not the handler listens.
  */
-export function executeJob({ job, type, deadline, clock, context, maxResultBytes, store, recordStep }: ExecuteArgs): Promise<Outcome> {
-  const parsed = (type.schema as z.ZodType).safeParse(job.payload);
+export function executeJob(args: ExecuteArgs): Promise<Outcome> {
+  const parsed = (args.type.schema as z.ZodType).safeParse(args.job.payload);
   if (!parsed.success) {
-    return Promise.resolve({ outcome: "failed", permanent: true, error: `payload does not match the schema of ${job.name}: ${parsed.error.message}` });
+    return Promise.resolve({ outcome: "failed", permanent: true, error: `payload does not match the schema of ${args.job.name}: ${parsed.error.message}` });
   }
-  let controller: AbortController | undefined;
-  let expired = false;
-  const abortReason = () => new Error(`lease of ${job.leaseMs}ms about to expire`);
-  // Made on the first step or sleep: a job without steps pays nothing for them.
-  let steps: StepRun | undefined;
-  let finish: (outcome: Outcome) => void = () => {};
-  const stepRun = () => {
+  return new Promise<Outcome>((resolve) => new Run(args, resolve).start(parsed.data));
+}
+
+/**
+ * One run of a handler, and the context it is given. This runs once per job,
+ * so it is one object with its methods on the prototype: the handler's
+ * `step`, `sleep` and `sleepUntil` (made on first use, bound, so a handler may
+ * destructure them), the AbortController (made when the handler reads
+ * `ctx.signal`; read after the deadline, it comes already aborted) and the
+ * step log (made on the first step or sleep) cost nothing to a job that does
+ * not use them. Beside it: one timer, and the promise it resolves. The
+ * deadline ends the run whether or not the handler listens.
+ */
+class Run implements JobContext {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly run: number;
+  readonly maxAttempts: number;
+  readonly leaseToken: string;
+  readonly runnerId: string;
+  readonly enqueue: JobContext["enqueue"];
+  #done = false;
+  #expired = false;
+  #controller: AbortController | undefined;
+  #steps: StepRun | undefined;
+  #cancel: (() => void) | undefined;
+  #step: JobContext["step"] | undefined;
+  #sleep: JobContext["sleep"] | undefined;
+  #sleepUntil: JobContext["sleepUntil"] | undefined;
+
+  constructor(private readonly a: ExecuteArgs, private readonly resolve: (outcome: Outcome) => void) {
+    const { job, context } = a;
+    this.jobId = job.id;
+    this.attempt = job.attempts;
+    this.run = job.run;
+    this.maxAttempts = job.maxAttempts;
+    this.leaseToken = job.leaseToken;
+    this.runnerId = context.runnerId;
+    this.enqueue = context.enqueue;
+  }
+
+  start(payload: unknown): void {
+    const { job, deadline, clock } = this.a;
+    const marginMs = settleMarginMs(job.leaseMs);
+    this.#cancel = clock.after(deadline - marginMs - clock.now(), () => this.expire(marginMs));
+    void this.invoke(payload);
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#expired) this.#controller.abort(this.abortReason());
+    }
+    return this.#controller.signal;
+  }
+
+  get step(): JobContext["step"] {
+    return (this.#step ??= (name, fn) => this.steps().step(name, fn));
+  }
+
+  get sleep(): JobContext["sleep"] {
+    return (this.#sleep ??= (ms) => {
+      if (!Number.isFinite(ms) || ms < 0) return Promise.reject(new TypeError(`ctx.sleep needs a finite number of ms >= 0, got ${ms}`));
+      return this.steps().sleepUntil(new Date(this.a.clock.now() + ms));
+    });
+  }
+
+  get sleepUntil(): JobContext["sleepUntil"] {
+    return (this.#sleepUntil ??= (at) => this.steps().sleepUntil(at));
+  }
+
+  private async invoke(payload: unknown): Promise<void> {
+    // The handler runs in a later microtask, after the deadline's timer is set.
+    await undefined;
+    try {
+      this.finish(resultOutcome(await this.a.type.handler(payload, this), this.a.maxResultBytes));
+    } catch (err) {
+      this.finish({ outcome: "failed", permanent: isPermanent(err), error: errorText(err) });
+    }
+  }
+
+  private expire(marginMs: number): void {
+    this.#expired = true;
+    this.#controller?.abort(this.abortReason());
+    const { leaseMs } = this.a.job;
+    this.finish({ outcome: "timeout", permanent: false, error: `timeout: handler ran past ${leaseMs - marginMs}ms of its ${leaseMs}ms lease` });
+  }
+
+  private finish(outcome: Outcome): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#cancel?.();
+    this.resolve(this.#steps ? withSteps(outcome, this.#steps) : outcome);
+  }
+
+  private abortReason(): Error {
+    return new Error(`lease of ${this.a.job.leaseMs}ms about to expire`);
+  }
+
+  private steps(): StepRun {
+    const { store, job, clock, deadline, maxResultBytes, recordStep } = this.a;
     if (!store) throw new Error("ctx.step and ctx.sleep need the runner's store");
     const abortAt = deadline - settleMarginMs(job.leaseMs);
-    return (steps ??= new StepRun(store, job, clock, (runAt) => finish({ outcome: "slept", runAt }), maxResultBytes, abortAt, recordStep));
-  };
-  const ctx: JobContext = {
-    runnerId: context.runnerId, enqueue: context.enqueue,
-    step: (name, fn) => stepRun().step(name, fn),
-    sleep: (ms) => {
-      if (!Number.isFinite(ms) || ms < 0) return Promise.reject(new TypeError(`ctx.sleep needs a finite number of ms >= 0, got ${ms}`));
-      return stepRun().sleepUntil(new Date(clock.now() + ms));
-    },
-    sleepUntil: (at) => stepRun().sleepUntil(at),
-    jobId: job.id, attempt: job.attempts, run: job.run, maxAttempts: job.maxAttempts, leaseToken: job.leaseToken,
-    get signal() {
-      if (!controller) {
-        controller = new AbortController();
-        if (expired) controller.abort(abortReason());
-      }
-      return controller.signal;
-    },
-  };
-  return new Promise<Outcome>((resolve) => {
-    let done = false;
-    let cancel = () => {};
-    finish = (outcome: Outcome) => {
-      if (done) return;
-      done = true;
-      cancel();
-      resolve(steps ? withSteps(outcome, steps) : outcome);
-    };
-    const marginMs = settleMarginMs(job.leaseMs);
-    cancel = clock.after(deadline - marginMs - clock.now(), () => {
-      expired = true;
-      controller?.abort(abortReason());
-      finish({ outcome: "timeout", permanent: false, error: `timeout: handler ran past ${job.leaseMs - marginMs}ms of its ${job.leaseMs}ms lease` });
-    });
-    Promise.resolve()
-      .then(() => type.handler(parsed.data, ctx))
-      .then(
-        (value: unknown) => finish(resultOutcome(value, maxResultBytes)),
-        (err: unknown) => finish({ outcome: "failed", permanent: isPermanent(err), error: errorText(err) }),
-      );
-  });
+    return (this.#steps ??= new StepRun(store, job, clock, (runAt) => this.finish({ outcome: "slept", runAt }), maxResultBytes, abortAt, recordStep));
+  }
 }
 
 /**
