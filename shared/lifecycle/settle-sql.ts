@@ -15,8 +15,8 @@ export const JOB_ENDED_CHANNEL = "leasehold_job_ended";
  * holds): a lateral join on the part's result, so it runs once per row and
  * only for the rows that ask. The payload is rewritten with the schema.
  */
-const notifyEnd = (alias: string, when = "true") =>
-  `left join lateral (select pg_notify('${JOB_ENDED_CHANNEL}', 'leasehold.' || ${alias}.id::text) where ${alias}.awaited and ${when}) n on true`;
+const notifyEnd = (alias: string, when = "true", join = "left") =>
+  `${join} join lateral (select pg_notify('${JOB_ENDED_CHANNEL}', 'leasehold.' || ${alias}.id::text) where ${alias}.awaited and ${when}) n on true`;
 
 const FENCED = `j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()`;
 
@@ -36,8 +36,19 @@ export interface Part<L> {
   values: (list: readonly L[]) => unknown[];
   cte: (p: string[]) => string;
   record?: string;
-  result: string;
+  /**
+   * What it reports. A part whose `result` takes its parameters reports the
+   * ids it refused (fenced off), with `refused` as their kind, and the ids
+   * of awaited jobs it notified; the rest of its list was written. Most
+   * writes land, so the answer is a row per exception, not per job.
+   */
+  result: string | ((p: string[]) => string);
 }
+
+/** Rows for the ids of `ids` that the part's CTE `cte` did not change: the writes of `kind` its fence refused. */
+const refusedOf = (ids: string, cte: string, kind: Kind) =>
+  `select s.id::text, 'refused'::text as kind, '${kind}'::text as status from unnest(${ids}::bigint[]) as s(id)
+  where not exists (select 1 from ${cte} c where c.id = s.id)`;
 
 export const leaseValues = (list: readonly Lease[]) => [ids(list), tokens(list)];
 
@@ -50,7 +61,7 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
   where j.id = s.id and ${FENCED}
   returning j.id, j.generation, j.runs
 )`,
-    result: `select id::text, 'started'::text as kind, null::text as status from marked`,
+    result: (p) => refusedOf(p[0]!, "marked", "started"),
   },
   succeeded: {
     values: (list) => [ids(list), tokens(list), list.map((l) => l.result ?? null), stepLogs(list)],
@@ -65,7 +76,8 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
     // A success's attempt is its job row (the attempts view, migration 0014): a row only to keep a step log.
     record: `select id, runs, generation, runner_id, started_at, now(), 'succeeded'::leasehold.attempt_outcome, null::text, steps::jsonb
   from done where steps is not null`,
-    result: `select d.id::text, 'succeeded'::text as kind, null::text as status from done d ${notifyEnd("d")}`,
+    result: (p) => `${refusedOf(p[0]!, "done", "succeeded")}
+union all select d.id::text, 'succeeded'::text as kind, null::text as status from done d ${notifyEnd("d", "true", "inner")}`,
   },
   failed: {
     values: (list) => [
@@ -100,7 +112,7 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at
 )`,
     record: `select id, runs, generation, runner_id, started_at, now(), 'released'::leasehold.attempt_outcome, null::text, null::jsonb from released`,
-    result: `select id::text, 'released'::text as kind, null::text as status from released`,
+    result: (p) => refusedOf(p[0]!, "released", "released"),
   },
   slept: {
     values: (list) => [ids(list), tokens(list), list.map((l) => l.runAt), stepLogs(list)],
@@ -113,7 +125,7 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, s.steps
 )`,
     record: `select id, runs, generation, runner_id, started_at, now(), 'slept'::leasehold.attempt_outcome, null::text, steps::jsonb from slept`,
-    result: `select id::text, 'slept'::text as kind, null::text as status from slept`,
+    result: (p) => refusedOf(p[0]!, "slept", "slept"),
   },
 };
 export type Kind = keyof typeof PARTS;
@@ -157,7 +169,8 @@ export function settleStatement(kinds: readonly Kind[], values: readonly unknown
   if (text === undefined) {
     let n = 0;
     const params = (i: number) => values[i]!.map(() => `$${++n}`);
-    const ctes = kinds.map((k, i) => PARTS[k].cte(params(i)));
+    const named = kinds.map((_, i) => params(i));
+    const ctes = kinds.map((k, i) => PARTS[k].cte(named[i]!));
     if (held) ctes.push(HELD(params(kinds.length)));
     if (steps) {
       const carriers = [...kinds.flatMap((k) => CARRIERS[k] ?? []), ...(held ? ["held"] : [])];
@@ -170,7 +183,10 @@ export function settleStatement(kinds: readonly Kind[], values: readonly unknown
   ${records.join("\n  union all\n  ")}
 )`);
     }
-    const results = kinds.map((k) => PARTS[k].result);
+    const results = kinds.map((k, i) => {
+      const result = PARTS[k].result;
+      return typeof result === "string" ? result : result(named[i]!);
+    });
     if (steps) results.push(`select job_id::text || '/' || seq::text as id, 'steps'::text as kind, null::text as status from stepped`);
     text = `with ${ctes.join(", ")}\n${results.join("\nunion all ")}`;
     statements.set(key, text);

@@ -44,15 +44,25 @@ export async function settleJobs(store: Store, batch: SettleBatch): Promise<Sett
   if (records.length > 0) {
     values.push([ids(records), records.map((r) => r.seq), records.map((r) => r.name), records.map((r) => r.result), records.map((r) => r.durationMs)]);
   }
-  const { rows } = await store.db.query<{ id: string; kind: keyof SettleResult; status: "queued" | "dead" | null }>(
+  const { rows } = await store.db.query<SettleRow>(
     sql(store.schema, settleStatement(kinds, values, held.length > 0, records.length > 0)), values.flat(),
   );
+  // Failures and step records are reported written; the other kinds report what their fence refused.
+  const refused = new Map<string, Set<string>>();
   for (const r of rows) {
-    if (r.kind === "failed") result.failed.set(r.id, r.status!);
-    else result[r.kind].add(r.id);
+    if (r.kind === "failed") result.failed.set(r.id, r.status as "queued" | "dead");
+    else if (r.kind === "steps") result.steps.add(r.id);
+    else if (r.kind === "refused") refused.set(r.status!, (refused.get(r.status!) ?? new Set()).add(r.id));
+  }
+  for (const kind of REPORTS_REFUSED) {
+    const off = refused.get(kind);
+    for (const { id } of lists[kind]) if (!off?.has(id)) result[kind].add(id);
   }
   return result;
 }
+
+type SettleRow = { id: string; kind: "failed" | "steps" | "refused" | "succeeded"; status: string | null };
+const REPORTS_REFUSED = ["started", "succeeded", "released", "slept"] as const;
 
 const SETTLED_EARLIER = `
 select j.id::text, j.status::text from leasehold.jobs j

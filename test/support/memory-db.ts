@@ -42,6 +42,8 @@ export interface Sent {
 }
 
 type SettleKind = "started" | "succeeded" | "failed" | "released" | "slept";
+/** Each part's CTE in the settle statement (shared/lifecycle/settle-sql.ts). */
+const CTE: Record<SettleKind, string> = { started: "marked", succeeded: "done", failed: "failed", released: "released", slept: "slept" };
 /** The settle statement's parts in their order, with how many bound arrays each takes (shared/lifecycle/settle.ts). */
 const PARTS: [SettleKind, number][] = [["started", 2], ["succeeded", 4], ["failed", 7], ["released", 2], ["slept", 4]];
 
@@ -127,7 +129,7 @@ export class MemoryDb implements Queryable {
   }
 
   private settle(parts: Partial<Record<SettleKind, string[]>>, v: unknown[]): unknown[] {
-    const rows: { id: string; kind: SettleKind; status: string | null }[] = [];
+    const rows: { id: string; kind: SettleKind | "refused"; status: string | null }[] = [];
     let at = 0;
     for (const [kind, width] of PARTS) {
       const ids = parts[kind];
@@ -136,7 +138,8 @@ export class MemoryDb implements Queryable {
       const permanent = kind === "failed" ? (v[at + 5] as boolean[]) : [];
       ids.forEach((id, i) => {
         const j = this.live(id, tokens[i]!);
-        if (!j) return;
+        // A failure reports what it wrote; the other parts report what their fence refused.
+        if (!j) return void (kind === "failed" || rows.push({ id, kind: "refused", status: kind }));
         if (kind === "started") j.started = true;
         else if (kind === "succeeded") j.status = "succeeded";
         else if (kind === "failed") j.status = retryOrDead(j.attempts, j.maxAttempts, permanent[i]) === "dead" ? "dead" : "queued";
@@ -144,7 +147,7 @@ export class MemoryDb implements Queryable {
           j.status = "queued";
           j.attempts--;
         }
-        rows.push({ id, kind, status: kind === "failed" ? j.status : null });
+        if (kind === "failed") rows.push({ id, kind, status: j.status });
       });
       at += width;
     }
@@ -172,7 +175,7 @@ function settleParts(text: string, v: unknown[]): Partial<Record<SettleKind, str
   const parts: Partial<Record<SettleKind, string[]>> = {};
   let at = 0;
   for (const [kind, width] of PARTS) {
-    if (!text.includes(`'${kind}'::text as kind`)) continue;
+    if (!text.includes(`${CTE[kind]} as (`)) continue;
     parts[kind] = (v[at] as unknown[]).map(String);
     at += width;
   }
