@@ -118,7 +118,8 @@ export async function claimBatch(store: Store, args: ClaimArgs): Promise<ClaimBa
   return { jobs: fair.jobs, suspectsWaiting: fair.suspectsWaiting };
 }
 
-type ClaimResultRow = ClaimedRow & { ord: string; last_group: string | null; group_count: string; suspects_waiting: boolean };
+type ClaimResultRow = ClaimedRow & { ord: number; last_group: string | null; group_count: number; suspects_waiting: boolean };
+const byOrd = (a: ClaimResultRow, b: ClaimResultRow) => a.ord - b.ord;
 
 /** One claim statement: `group` and `share` are its $6 and $7 (see shared/lifecycle/claim-sql.ts). */
 async function claimWith(
@@ -136,10 +137,10 @@ async function claimWith(
   const { rows } = await store.db.query<ClaimResultRow>(sql(store.schema, text), params);
   const last = rows[0];
   return {
-    jobs: rows.sort((a, b) => Number(a.ord) - Number(b.ord)).map(toClaimed),
+    jobs: rows.sort(byOrd).map(toClaimed),
     suspectsWaiting: last?.suspects_waiting,
     lastGroup: last?.last_group,
-    groups: Number(last?.group_count ?? 0),
+    groups: last?.group_count ?? 0,
   };
 }
 

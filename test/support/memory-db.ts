@@ -123,7 +123,7 @@ export class MemoryDb implements Queryable {
       return {
         id: j.id, queue: j.queue, name: j.name, payload: j.payload, attempts: j.attempts, runs: j.runs, start_first: false,
         max_attempts: j.maxAttempts, lease_ms: j.leaseMs, backoff_ms: j.backoffMs, lease_token: j.token,
-        ord: String(ord), last_group: null, group_count: "1", suspects_waiting: false,
+        ord, last_group: null, group_count: 1, suspects_waiting: false,
       };
     });
   }
