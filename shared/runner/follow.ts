@@ -25,7 +25,7 @@ export function follower(r: RunnerParts): JobContext["enqueue"] {
       const sentAt = clock.now();
       const job = await enqueueClaimed(options.store, { type, payload, options: opts }, options.runnerId, options.limits);
       r.tally.claimed(1);
-      producer.handOff({ job, deadline: sentAt + job.leaseMs });
+      producer.handOff({ job, deadline: sentAt + job.leaseMs, at: 0, outcome: undefined });
       r.slots.pump();
       return { id: job.id, existing: false };
     }

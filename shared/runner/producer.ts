@@ -4,11 +4,16 @@ import { extendLease } from "../lifecycle/settle.ts";
 import type { Clock } from "./clock.ts";
 import { settleMarginMs } from "./executor.ts";
 import { retrying } from "./transient.ts";
+import type { SettleOutcome } from "./options.ts";
 
 /** A claimed job waiting for a slot, with the local time its lease runs out. */
 export interface Buffered {
   job: ClaimedJob;
   deadline: number;
+  /** When it started here (the tally's clock), once held. */
+  at?: number;
+  /** What its handler came to, once it ran (a failure is `failed` or `timeout`). */
+  outcome?: SettleOutcome;
 }
 
 /** How long a runner keeps retrying a database that does not answer before it gives up. */
@@ -76,8 +81,8 @@ export class Producer {
         this.suspectsSeen = suspectsWaiting;
         this.suspectCheckAt = this.o.clock.now() + SUSPECT_CHECK_MS;
       }
-      for (const job of jobs) if (job.rated) this.buffer.push({ job, deadline: sentAt + job.leaseMs });
-      for (const job of jobs) if (!job.rated) this.buffer.push({ job, deadline: sentAt + job.leaseMs });
+      for (const job of jobs) if (job.rated) this.buffer.push({ job, deadline: sentAt + job.leaseMs, at: 0, outcome: undefined });
+      for (const job of jobs) if (!job.rated) this.buffer.push({ job, deadline: sentAt + job.leaseMs, at: 0, outcome: undefined });
       if (jobs.length > 0) return jobs;
     }
     return [];

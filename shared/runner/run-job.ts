@@ -1,8 +1,9 @@
 import { retryDelayMs } from "../lifecycle/backoff.ts";
-import type { JobContext } from "../jobs/job.ts";
-import { executeJob } from "./executor.ts";
+import { executeJob, type ExecuteArgs } from "./executor.ts";
 import type { RunnerParts } from "./parts.ts";
 import type { Buffered } from "./producer.ts";
+import type { Held } from "./completer.ts";
+import type { Success } from "../lifecycle/settle.ts";
 
 /**
  * One buffered job in one slot: made fit to start (a lease that sat in the
@@ -10,13 +11,14 @@ import type { Buffered } from "./producer.ts";
  * (before the handler for a job that owes an attempt, else in the next
  * write), run by the executor, and its outcome handed to the completer.
  */
-export async function runBuffered(r: RunnerParts, b: Buffered, follow: JobContext["enqueue"]): Promise<void> {
+export async function runBuffered(r: RunnerParts, b: Buffered, context: ExecuteArgs["context"]): Promise<void> {
   const { producer, completer, tally, clock, options } = r;
   const { job } = b;
   const type = options.registry.get(job.name);
   const deadline = type ? (producer.fresh(b) ?? (await producer.renew(b, r.maxLeaseMs()))) : null;
   if (deadline === null) return giveBack(r, b);
-  const lease = { id: job.id, leaseToken: job.leaseToken, deadline };
+  // One object for the job's writes: its start mark, then its success (the usual end) with what it returned.
+  const lease: Held<Success> = { id: job.id, leaseToken: job.leaseToken, deadline, result: undefined, steps: undefined };
   tally.hold(b);
   if (job.startFirst) {
     if (!(await completer.recordStart(lease))) return tally.forget(job.id);
@@ -25,16 +27,20 @@ export async function runBuffered(r: RunnerParts, b: Buffered, follow: JobContex
   }
   const startedAt = performance.now();
   const result = await executeJob({
-    job, type: type!, deadline, clock, context: { runnerId: options.runnerId, enqueue: follow },
+    job, type: type!, deadline, clock, context,
     maxResultBytes: options.limits?.maxPayloadBytes, store: options.store,
     recordStep: (record) => completer.recordStep({ ...record, deadline }),
   });
   r.gauge.jobTook(performance.now() - startedAt);
   tally.ran(job.id, result.outcome);
-  if (result.outcome === "succeeded") return completer.succeed({ ...lease, result: result.result, steps: result.steps });
-  if (result.outcome === "slept") return completer.sleep({ ...lease, runAt: result.runAt, steps: result.steps });
+  if (result.outcome === "succeeded") {
+    lease.result = result.result;
+    lease.steps = result.steps;
+    return completer.succeed(lease);
+  }
+  if (result.outcome === "slept") return completer.sleep({ id: job.id, leaseToken: job.leaseToken, deadline, runAt: result.runAt, steps: result.steps });
   completer.fail({
-    ...lease, outcome: result.outcome, error: result.error, permanent: result.permanent, steps: result.steps,
+    id: job.id, leaseToken: job.leaseToken, deadline, outcome: result.outcome, error: result.error, permanent: result.permanent, steps: result.steps,
     retryDelayMs: retryDelayMs(job.attempts, job.backoffMs),
   });
 }

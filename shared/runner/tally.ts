@@ -3,7 +3,6 @@ import type { Clock } from "./clock.ts";
 import type { SettleReport } from "./completer.ts";
 import type { SettledEvent, SettleOutcome, WorkerLog, WorkerSummary } from "./options.ts";
 
-interface HeldInfo { queue: string; name: string; attempt: number; run: number; at: number; outcome?: SettleOutcome }
 
 export interface TallyOptions {
   clock: Clock;
@@ -24,7 +23,8 @@ export class Tally {
   readonly summary: WorkerSummary = {
     claimed: 0, succeeded: 0, failed: 0, timedOut: 0, released: 0, slept: 0, stale: 0, leftQueued: 0, exit: "idle",
   };
-  private readonly held = new Map<string, HeldInfo>();
+  /** Each job held, with the time it started (`at`) and what its handler came to (`outcome`), written on its buffered entry. */
+  private readonly held = new Map<string, Buffered>();
   /** Jobs whose last outcome here put them back in the queue (a retry, a release, a sleep). */
   private readonly leftQueued = new Set<string>();
 
@@ -36,8 +36,8 @@ export class Tally {
 
   /** A job is starting (or being given back): its outcome is reported from now. */
   hold(b: Buffered): void {
-    const { job } = b;
-    this.held.set(job.id, { queue: job.queue, name: job.name, attempt: job.attempts, run: job.run, at: this.o.clock.now() });
+    b.at = this.o.clock.now();
+    this.held.set(b.job.id, b);
   }
 
   /** A job that ends with no outcome to write (its start mark was refused, or its slot failed). */
@@ -47,19 +47,20 @@ export class Tally {
 
   /** What the handler came to: a failure is reported as `failed` or `timeout` by this. */
   ran(id: string, outcome: SettleOutcome): void {
-    const info = this.held.get(id);
-    if (info) info.outcome = outcome;
+    const b = this.held.get(id);
+    if (b) b.outcome = outcome;
   }
 
   /** An outcome was written, refused by fencing, or abandoned (the completer's report). */
   settled({ lease: { id }, kind, accepted, status, abandoned }: SettleReport): void {
     const { summary, o } = this;
-    const info = this.held.get(id);
+    const b = this.held.get(id);
     this.held.delete(id);
-    const outcome = kind === "failed" ? (info?.outcome ?? "failed") : kind;
-    const durationMs = info ? o.clock.now() - info.at : 0;
+    const info = b?.job;
+    const outcome = kind === "failed" ? (b?.outcome ?? "failed") : kind;
+    const durationMs = b ? o.clock.now() - (b.at ?? 0) : 0;
     // Built only for a line that is logged: most outcomes are quiet successes.
-    const fields = () => ({ jobId: id, attempt: info?.attempt, run: info?.run, runnerId: o.runnerId, outcome, durationMs, name: info?.name });
+    const fields = () => ({ jobId: id, attempt: info?.attempts, run: info?.run, runnerId: o.runnerId, outcome, durationMs, name: info?.name });
     if (!accepted) {
       summary.stale++;
       o.log.warn(abandoned ? "settle abandoned: lease ran out while the database was unreachable" : "stale settle refused: lease lost", fields());
@@ -73,7 +74,7 @@ export class Tally {
     else if (accepted) this.leftQueued.delete(id);
     if (accepted && status === "dead") o.onDead?.([id]);
     o.onSettled?.({
-      jobId: id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempt ?? 0, run: info?.run ?? 0,
+      jobId: id, queue: info?.queue ?? "", name: info?.name ?? "", attempt: info?.attempts ?? 0, run: info?.run ?? 0,
       outcome, accepted, status, durationMs,
     });
   }

@@ -54,9 +54,9 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     until: () => clock.now() + remainingMs() - marginMs,
     onRetry: (err, tryNumber, waitMs) => log.warn("database error; retrying", { error: String(err), tryNumber, waitMs }),
   });
-  const follow = follower(r);
+  const context = { runnerId, enqueue: follower(r) };
   r.slots = new Slots({
-    size: options.slots, producer: r.producer, completer: r.completer, maxLeaseMs, run: (b) => runBuffered(r, b, follow),
+    size: options.slots, producer: r.producer, completer: r.completer, maxLeaseMs, run: (b) => runBuffered(r, b, context),
     onError: (b, err) => (log.error("runner slot failed; the lease will be rescued", { jobId: b.job.id, error: String(err) }), r.tally.forget(b.job.id)),
     onFreed: () => r.waiter.slotFreed(),
   });
