@@ -14,6 +14,8 @@ const registry = createRegistry([
   ...appRegistry.values(),
   defineJob({ name: "blob.store", schema: z.object({ data: z.unknown() }), handler: () => {} }),
   defineJob({ name: "report.long", schema: z.object({}), leaseMs: 120_000, handler: () => {} }),
+  // Made by hand, past defineJob: its lease is under MIN_LEASE_MS, and enqueue refuses it.
+  { ...defineJob({ name: "report.brief", schema: z.object({}), handler: () => {} }), leaseMs: 500 },
 ]);
 /** Runners as the deployment declares them: "default" and "cpu" only, leases up to 60 s. */
 const serving = servingRules(defineConfig({
@@ -51,6 +53,7 @@ const badInputs: BadInput[] = [
   { what: "a payload with a lone surrogate", path: "/v1/jobs", body: `{"name":"email.welcome","payload":{"to":"ada@example.com","name":"A\\ud800da"}}`, status: 400, code: "invalid_payload", names: "payload.name", issue: ["payload", "name"] },
   { what: "a dedupe key with a lone surrogate", path: "/v1/jobs", body: `{"name":"email.welcome","payload":{"to":"ada@example.com","name":"Ada"},"dedupeKey":"k\\udc00"}`, status: 400, code: "invalid_request", names: "dedupeKey", issue: ["dedupeKey"] },
   { what: "a queue no runner serves", path: "/v1/jobs", body: welcome(undefined, { queue: "nowhere" }), status: 400, code: "invalid_payload", names: "no runner serves queue", issue: ["queue"] },
+  { what: "a job whose lease is under the minimum", path: "/v1/jobs", body: { name: "report.brief", payload: {} }, status: 400, code: "invalid_payload", names: "at least 1000ms (MIN_LEASE_MS)", issue: ["type", "leaseMs"] },
   { what: "a batch with a job whose lease its runner cannot hold", path: "/v1/jobs/batch", body: { jobs: [welcome(), { name: "report.long", payload: {} }] }, status: 400, code: "invalid_payload", names: "maxLeaseMs", issue: ["jobs", 1, "queue"] },
   { what: "a payload nested too deeply", path: "/v1/jobs", body: { name: "blob.store", payload: { data: nested(64) } }, status: 400, code: "invalid_payload", names: "payload: nested deeper than 64", issue: ["payload"] },
   { what: "a payload too deep to serialize", path: "/v1/jobs", body: `{"name":"blob.store","payload":{"data":${"[".repeat(200_000)}${"]".repeat(200_000)}}}`, status: 400, code: "invalid_payload", names: "nested deeper", issue: ["payload"] },

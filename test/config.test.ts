@@ -22,6 +22,12 @@ describe("the deployment's configuration and the app's job types", () => {
     expect([cfg.runners.fair!.fair, cfg.runners.plain!.fair]).toEqual([true, false]);
   });
 
+  it("refuses a runner whose maxLeaseMs is under the minimum lease, naming the field", () => {
+    expect(() => defineConfig({ runners: { r: { queues: ["q"], timeoutSeconds: 30, maxLeaseMs: 500 } } })).toThrow(
+      /runners\.r\.maxLeaseMs.*at least 1000ms \(MIN_LEASE_MS\)|maxLeaseMs.*at least 1000ms/s,
+    );
+  });
+
   it("refuses a runner whose timeout cannot cover its longest lease, naming the field", () => {
     expect(() => defineConfig({ runners: { r: { queues: ["q"], timeoutSeconds: 30, maxLeaseMs: 30_000 } } })).toThrow(
       /runners\.r\.timeoutSeconds|timeoutSeconds/,

@@ -6,6 +6,7 @@ import { enqueue, enqueueClaimed, enqueueJobs, job, type EnqueueLimits, type Job
 import { ValidationError } from "../shared/errors.ts";
 import { defineJob, type JobType } from "../shared/jobs/job.ts";
 import { servingRules } from "../shared/settings/serving.ts";
+import { MIN_LEASE_MS } from "../shared/settings/config.ts";
 import { MIN_RUN_AT_MS } from "../shared/jobs/validate.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
@@ -136,6 +137,7 @@ describe("enqueue refuses what it cannot store exactly, names the field, and wri
     { what: "a batch spec without a job type", run: () => enqueueJobs(t, [job(anything, 1), { payload: {} } as JobSpec]), path: ["jobs", 1, "type"], says: /job type/ },
     { what: "a batch spec that is null", run: () => enqueueJobs(t, [null as unknown as JobSpec, job(anything, 1)]), path: ["jobs", 0, "type"], says: /job type/ },
     { what: "a job type made by hand with a lease past 2^31", run: () => enqueue(t, handMade, {}), path: ["type", "leaseMs"], says: /./ },
+    { what: "a job type made by hand with a lease under the minimum", run: () => enqueue(t, { ...anything, name: "hand-brief", leaseMs: 500 } as JobType, {}), path: ["type", "leaseMs"], says: /at least 1000ms \(MIN_LEASE_MS\)/ },
     { what: "a queue no runner serves", run: () => enqueue(t, anything, {}, { queue: "nowhere" }, { serving }), path: ["queue"], says: /no runner serves queue "nowhere"/ },
     { what: "a lease longer than its runner's maxLeaseMs", run: () => enqueue(t, defineJob({ name: "long", schema: z.any(), leaseMs: 120_000, handler: () => {} }), {}, undefined, { serving }), path: ["queue"], says: /120000ms lease is longer than the 60000ms \(maxLeaseMs\)/ },
     { what: "a follow-up claimed at once with a dedupe key", run: () => enqueueClaimed(t, job(anything, {}, { dedupeKey: "k" }), "runner-1"), path: ["dedupeKey"], says: /run now, without a dedupe key/ },
@@ -210,6 +212,7 @@ describe("defineJob holds every default to enqueue's bounds", () => {
     { field: "maxAttempts", value: 1001 },
     { field: "leaseMs", value: 1e10 },
     { field: "leaseMs", value: 0 },
+    { field: "leaseMs", value: 999 },
     { field: "leaseMs", value: 1.5 },
     { field: "priority", value: 1e6 },
     { field: "backoffMs", value: NaN },
@@ -260,6 +263,19 @@ describe("defineJob holds every default to enqueue's bounds", () => {
 
   it("accepts the bounds themselves", () => {
     expect(() => defineJob({ ...base, maxAttempts: 1000, leaseMs: 895_000, priority: -32768, backoffMs: 0 })).not.toThrow();
+    expect(() => defineJob({ ...base, leaseMs: MIN_LEASE_MS })).not.toThrow();
+  });
+
+  it("refuses a lease under MIN_LEASE_MS, saying why and naming the field", () => {
+    expect(() => defineJob({ ...base, leaseMs: 150 })).toThrow(ValidationError);
+    try {
+      defineJob({ ...base, leaseMs: 150 });
+    } catch (err) {
+      expect((err as ValidationError).issues).toEqual([
+        { path: ["leaseMs"], message: "must be at least 1000ms (MIN_LEASE_MS): a shorter lease cannot hold a settle under faults" },
+      ]);
+      expect((err as ValidationError).message).toContain("leaseMs: must be at least 1000ms");
+    }
   });
 
   it("given the deployment's serving rules, refuses a queue no runner serves and a lease its runner cannot hold", () => {

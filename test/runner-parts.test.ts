@@ -79,8 +79,10 @@ describe("the executor", () => {
     });
   });
 
-  it("keeps a quarter of a short lease, and at most two seconds of a long one, for the settle", () => {
-    expect(settleMarginMs(200)).toBe(50);
+  it("keeps a quarter of the lease for the settle, at least 400 ms (at most half the lease) and at most two seconds", () => {
+    expect(settleMarginMs(200)).toBe(100);
+    expect(settleMarginMs(1_000)).toBe(400);
+    expect(settleMarginMs(1_600)).toBe(400);
     expect(settleMarginMs(2_000)).toBe(500);
     expect(settleMarginMs(60_000)).toBe(MAX_SETTLE_MARGIN_MS);
   });

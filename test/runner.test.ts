@@ -7,7 +7,7 @@ import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
 import { settleJobs } from "../shared/lifecycle/settle.ts";
 import { runWorker, type WorkerLog } from "../shared/runner/worker.ts";
-import { createTestDb, databaseUrl, drivers, type Driver, type TestDb } from "./support/db.ts";
+import { createTestDb, databaseUrl, drivers, expireLeases, type Driver, type TestDb } from "./support/db.ts";
 import { createNeonPool } from "../shared/db/drivers/neon.ts";
 import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { inject } from "vitest";
@@ -166,7 +166,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     let running = 0;
     let besideSuspect = 0;
     const work = defineJob({
-      name: `suspect-fail-${driver}`, schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 600, backoffMs: 0, maxAttempts: 3,
+      name: `suspect-fail-${driver}`, schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 1_000, backoffMs: 0, maxAttempts: 3,
       handler: async ({ suspect }) => {
         running++;
         await sleep(40);
@@ -179,7 +179,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
     for (const runner of ["dead-1", "dead-2"]) {
       const claimed = await claimJobs(t, { queue, runnerId: runner, limit: 1, maxLeaseMs: 60_000, });
       await settleJobs(t, { started: claimed });
-      await sleep(650);
+      await expireLeases(t, queue);
       await rescueExpiredLeases(t);
     }
     await enqueueJobs(t, Array.from({ length: 6 }, () => job(work, { suspect: false })));
@@ -193,7 +193,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
   it("hands a follow-up to itself only when its lease fits the remaining time less the margin", async () => {
     const queue = `handoff-${driver}`;
     const child = defineJob({ name: `handoff-child-${driver}`, schema: z.object({ leaseMs: z.number() }), queue, leaseMs: 1_800, handler: () => {} });
-    const short = defineJob({ name: `handoff-short-${driver}`, schema: z.object({}), queue, leaseMs: 500, handler: () => {} });
+    const short = defineJob({ name: `handoff-short-${driver}`, schema: z.object({}), queue, leaseMs: 1_000, handler: () => {} });
     const parent = defineJob({
       name: `handoff-parent-${driver}`, schema: z.object({}), queue, leaseMs: 1_000,
       handler: async (_p, ctx) => {
@@ -208,7 +208,7 @@ describe.each(drivers)("the runner under faults (%s driver)", (driver) => {
       store: t, registry: createRegistry([parent, child, short]), queues: [queue], runnerId: "tight", slots: 2,
       remainingMs: () => deadline - Date.now(), marginMs: 500, idleMs: 100, pollMs: 20,
     });
-    // 2 s left less a 0.5 s margin: the 0.5 s child is handed off and runs;
+    // 2 s left less a 0.5 s margin: the 1 s child is handed off and runs;
     // the 1.8 s child is only enqueued, for a runner with time for it.
     expect(summary).toMatchObject({ claimed: 2, succeeded: 2 });
     const { rows: jobs } = await t.admin.query<{ name: string; status: string; attempts: number }>(
@@ -233,7 +233,7 @@ describe("a runner given several suspects among ordinary jobs", () => {
     let peak = 0;
     const ran: boolean[] = [];
     const work = defineJob({
-      name: "suspects-alone", schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 600, backoffMs: 0, maxAttempts: 2,
+      name: "suspects-alone", schema: z.object({ suspect: z.boolean() }), queue, leaseMs: 1_000, backoffMs: 0, maxAttempts: 2,
       handler: async ({ suspect }) => {
         peak = Math.max(peak, ++running);
         ran.push(suspect);
@@ -247,7 +247,7 @@ describe("a runner given several suspects among ordinary jobs", () => {
     // Their runner dies holding them after their handlers started: each is now a suspect.
     const held = await claimJobs(t, { queue, runnerId: "died", limit: 3, maxLeaseMs: 60_000 });
     await settleJobs(t, { started: held });
-    await sleep(650);
+    await expireLeases(t, queue);
     expect((await rescueExpiredLeases(t)).rescued).toBe(3);
     await enqueueJobs(t, Array.from({ length: 8 }, () => job(work, { suspect: false })));
     const summary = await runWorker({

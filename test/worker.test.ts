@@ -124,18 +124,18 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
       name: "stubborn",
       schema: z.object({ ignoreSignal: z.boolean() }),
       queue: "timeout",
-      leaseMs: 200,
+      leaseMs: 1_000,
       backoffMs: 0,
       maxAttempts: 2,
       handler: async ({ ignoreSignal }, ctx) => {
         ctx.signal.addEventListener("abort", () => aborted++);
         // Runs past its lease; one of them does not even listen.
-        await sleep(ignoreSignal ? 400 : 10_000).then(() => undefined);
+        await sleep(ignoreSignal ? 1_100 : 10_000).then(() => undefined);
       },
     });
     await enqueue(t, stubborn, { ignoreSignal: true });
     const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([stubborn]), queues: ["timeout"], runnerId: "w", slots: 2, idleMs: 600, pollMs: 20 });
-    await sleep(300); // let the ignored handler finish late
+    await sleep(700); // let the ignored handler finish late
     expect(aborted).toBe(2);
     expect(summary).toMatchObject({ timedOut: 2, succeeded: 0 });
     expect((await attemptsOf("timeout")).map((a) => a.outcome)).toEqual(["timeout", "timeout"]);
@@ -250,7 +250,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     let running = 0;
     let besideSuspect = -1;
     const work = defineJob({
-      name: "told-work", schema: z.object({ suspect: z.boolean() }), queue: "told", leaseMs: 600, backoffMs: 0, maxAttempts: 2,
+      name: "told-work", schema: z.object({ suspect: z.boolean() }), queue: "told", leaseMs: 1_000, backoffMs: 0, maxAttempts: 2,
       handler: async ({ suspect }) => {
         running++;
         if (suspect) {

@@ -5,7 +5,7 @@
  * `ValidationError` with the path of each bad field; nothing is written.
  */
 import { z } from "zod";
-import { MAX_BACKOFF_MS, RUNNER_MARGIN_MS } from "../settings/config.ts";
+import { MAX_BACKOFF_MS, MIN_LEASE_MESSAGE, MIN_LEASE_MS, RUNNER_MARGIN_MS } from "../settings/config.ts";
 import { concurrencyIssues, fairnessOf, type Fairness } from "./concurrency.ts";
 import { ValidationError } from "../errors.ts";
 import { flowControlIssues, flowControlOf, MAX_FLOW_KEY_LENGTH, MAX_FLOW_PERIOD_MS, type FlowControl } from "./flow-control.ts";
@@ -76,7 +76,7 @@ export const enqueueOptionsSchema = z.strictObject(enqueueOptionFields());
 export const jobDefaultsSchema = z.object({
   queue: storableText(MAX_QUEUE_LENGTH),
   maxAttempts: maxAttempts(),
-  leaseMs: z.number().int().min(1).max(MAX_LEASE_MS),
+  leaseMs: z.number().int().min(MIN_LEASE_MS, MIN_LEASE_MESSAGE).max(MAX_LEASE_MS),
   backoffMs: z.number().int().min(0).max(MAX_BACKOFF_MS),
   priority: priority(),
 }) satisfies z.ZodType<JobDefaults>;

@@ -33,14 +33,21 @@ export function resultOutcome(value: unknown, maxBytes = DEFAULT_MAX_PAYLOAD_BYT
 
 /** The most a handler's signal fires before its lease deadline. */
 export const MAX_SETTLE_MARGIN_MS = 2_000;
+/**
+ * The least: a timeout write under faults (a cut connection retried, a
+ * silent one abandoned at its write deadline) and some event-loop lag must
+ * fit in it (docs/internals.md, "Known limits, measured").
+ */
+export const MIN_SETTLE_MARGIN_MS = 400;
 
 /**
  * How long before its lease deadline a handler is aborted, so that its
  * outcome is written as `timeout` while the lease still holds (invariant 7):
- * a quarter of the lease, at most `MAX_SETTLE_MARGIN_MS`.
+ * a quarter of the lease, at least `MIN_SETTLE_MARGIN_MS` (never more than
+ * half the lease), at most `MAX_SETTLE_MARGIN_MS`.
  */
 export function settleMarginMs(leaseMs: number): number {
-  return Math.min(MAX_SETTLE_MARGIN_MS, Math.floor(leaseMs / 4));
+  return Math.min(MAX_SETTLE_MARGIN_MS, Math.max(Math.min(MIN_SETTLE_MARGIN_MS, Math.floor(leaseMs / 2)), Math.floor(leaseMs / 4)));
 }
 
 /** A handler failed this job for good: it ends `dead` now, with no retry. */

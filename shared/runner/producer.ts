@@ -1,5 +1,7 @@
 import { claimBatch, rateOpensInMs, suspectWaiting, type ClaimedJob } from "../lifecycle/claim.ts";
 import type { Store } from "../db/db.ts";
+import { boundedStore, writeDeadlineMs } from "../db/deadline.ts";
+import { DEFAULT_QUERY_TIMEOUT_MS } from "../db/drivers/options.ts";
 import { extendLease } from "../lifecycle/settle.ts";
 import type { Clock } from "./clock.ts";
 import { settleMarginMs } from "./executor.ts";
@@ -153,7 +155,9 @@ export class Producer {
     const { job } = item;
     if (job.leaseMs > maxLeaseMs) return null;
     const sentAt = this.o.clock.now();
-    const renewed = await extendLease(this.o.store, job, job.leaseMs).catch(() => null);
+    // The renewal races the lease it renews: on a connection gone silent it gives up in time to give the job back.
+    const store = boundedStore(this.o.store, writeDeadlineMs(item.deadline - sentAt, DEFAULT_QUERY_TIMEOUT_MS), this.o.clock);
+    const renewed = await extendLease(store, job, job.leaseMs).catch(() => null);
     return renewed ? sentAt + job.leaseMs : null;
   }
 

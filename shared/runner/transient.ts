@@ -23,6 +23,7 @@ const TRANSIENT_SQLSTATES = new Set([
 
 const TRANSIENT_NODE_CODES = new Set([
   "ECONNRESET", "ECONNREFUSED", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN",
+  "LEASEHOLD_WRITE_DEADLINE", // a write that raced a lease gave up on its connection (shared/db/deadline.ts)
 ]);
 
 const TRANSIENT_MESSAGES = [

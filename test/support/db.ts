@@ -10,6 +10,19 @@ export type Driver = "pg" | "neon";
 /** The core suite runs through both database drivers. */
 export const drivers: Driver[] = ["pg", "neon"];
 
+/**
+ * Ends the leases of the running jobs on `queue` now, as if they had run
+ * out, by moving their stored expiry into the past: a test of what follows
+ * a lost lease need not wait one out (leases are at least MIN_LEASE_MS).
+ */
+export async function expireLeases(t: { admin: Pool; schema: string }, queue: string, id?: string): Promise<void> {
+  await t.admin.query(
+    `update "${t.schema}".jobs set lease_expires_at = now() - interval '1 millisecond'
+     where queue = $1 and status = 'running' and ($2::bigint is null or id = $2::bigint)`,
+    [queue, id ?? null],
+  );
+}
+
 export function databaseUrl(): string {
   return inject("databaseUrl");
 }

@@ -10,7 +10,7 @@ import { rescueExpiredLeases } from "../../shared/lifecycle/rescue.ts";
 import { faultJob } from "../fixtures/fault-jobs.ts";
 import { checkFaults, readJobRows, type FaultVerdict } from "./fault-checker.ts";
 import { maxRunningPerGroup } from "./group-oracle.ts";
-import { countEnds, readOracle } from "./oracle.ts";
+import { countEnds, readOracle, type OracleEvent } from "./oracle.ts";
 import { crashed, startFleet, type Fleet, type FleetOptions, type WorkerProcess } from "./worker-fleet.ts";
 
 /**
@@ -32,6 +32,13 @@ export interface FaultRunOptions {
   rescueEveryMs?: number;
   /** Spread the jobs over this many concurrency keys (`g`, limited by the fault job type); default none. */
   groups?: number;
+  /** The job type's lease; default FAULT_LEASE_MS (2 s). */
+  leaseMs?: number;
+  /** The workers' driver query timeout; default 1 s (the driver's own default is 5 s). */
+  queryTimeoutMs?: number;
+  /** What job `i` does besides its short sleep (test/fixtures/fault-jobs.ts); `block` blocks for `blockMs`. */
+  mix?: (i: number) => "overrun" | "block" | undefined;
+  blockMs?: number;
   /** The faults; `ended()` is how many handlers have ended so far. Should return once `stopped()` is true. */
   faults(ctx: { fleet: Fleet; ended: () => number; stopped: () => boolean }): Promise<void>;
 }
@@ -52,6 +59,10 @@ export interface FaultRunResult {
   tornLines: number;
   /** With `groups`: the most handlers of one key the oracle saw running at once. */
   maxRunningPerGroup: number;
+  /** Recorded attempt outcomes (the attempts view), by what the job did (`x`: plain, overrun, block). */
+  outcomes: Record<string, Record<string, number>>;
+  /** From a handler's end to its settle's answer (accepted or refused), per the oracle: ms. */
+  settleMs: { n: number; p50: number; p99: number; max: number };
 }
 
 /** A pg pool for the test itself: it must survive its server restarting, so idle errors are expected. */
@@ -80,12 +91,17 @@ export async function runFaultScenario(o: FaultRunOptions): Promise<FaultRunResu
   const admin = sturdyPool(o.adminUrl, 3);
   await migrate(admin, schema);
   const store = { db: admin, schema };
-  const type = faultJob();
-  const payload = (i: number) => (o.groups ? { i, g: `k${i % o.groups}` } : { i });
+  const type = faultJob(undefined, o.leaseMs);
+  const payload = (i: number) => ({ i, ...(o.groups ? { g: `k${i % o.groups}` } : {}), ...(o.mix?.(i) ? { x: o.mix(i) } : {}) });
   const enqueued = (await enqueueJobs(store, Array.from({ length: o.jobs }, (_, i) => job(type, payload(i))))).map((j) => j.id);
 
   const t0 = Date.now();
-  const fleet = startFleet({ ...o.fleet, dir, databaseUrl: o.workerUrl, schema });
+  const env = {
+    ...(o.leaseMs ? { FAULT_LEASE_MS: String(o.leaseMs) } : {}),
+    ...(o.queryTimeoutMs ? { FAULT_QUERY_TIMEOUT_MS: String(o.queryTimeoutMs) } : {}),
+    ...(o.blockMs ? { FAULT_BLOCK_MS: String(o.blockMs) } : {}),
+  };
+  const fleet = startFleet({ ...o.fleet, dir, databaseUrl: o.workerUrl, schema, env: { ...o.fleet.env, ...env } });
   let stopped = false;
   let rescued = 0;
   let rescueErrors = 0;
@@ -118,7 +134,7 @@ export async function runFaultScenario(o: FaultRunOptions): Promise<FaultRunResu
   await faults;
   // A worker's last writes may each wait out one query timeout on a connection
   // cut under them before they are retried: "stuck" is well beyond that.
-  await fleet.stop((o.fleet.idleMs ?? 1_000) + DEFAULT_QUERY_TIMEOUT_MS + 3_000);
+  await fleet.stop((o.fleet.idleMs ?? 1_000) + (o.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS) + 3_000);
   await rescuer;
   // Lost means nothing will ever run it: first let the stopped workers' leases expire and be rescued.
   const { rows: [held] } = await admin.query<{ wait_ms: number | null }>(
@@ -129,11 +145,14 @@ export async function runFaultScenario(o: FaultRunOptions): Promise<FaultRunResu
     rescued += (await rescueExpiredLeases(store)).rescued;
   }
 
+  // FAULT_STDERR=1 prints each worker's stderr (its warnings: stale settles, write errors), to see why a run went wrong.
+  if (process.env.FAULT_STDERR) for (const p of fleet.processes) console.log("STDERR", p.pid, p.stderr.split("\n").map((l) => l.slice(0, 200)).join("\n"));
   const { events, torn } = readOracle(fleet.oracles());
   const killed = fleet.processes.filter((p) => p.killed);
   const verdict = checkFaults({
     enqueued, rows: await readJobRows(admin, schema), events, killedPids: new Set(killed.map((p) => p.pid)),
   });
+  const outcomes = await outcomesByMix(admin, schema);
   await admin.query(`drop schema "${schema}" cascade`);
   await admin.end();
   rmSync(dir, { recursive: true, force: true });
@@ -147,6 +166,29 @@ export async function runFaultScenario(o: FaultRunOptions): Promise<FaultRunResu
     killed: killed.map((p) => p.pid),
     spawned: fleet.processes.length,
     rescued, rescueErrors, tornLines: torn,
+    outcomes, settleMs: settleLatency(events),
     maxRunningPerGroup: maxRunningPerGroup(events, new Map(fleet.processes.map((p) => [p.pid, p.exit?.at ?? Number.POSITIVE_INFINITY]))),
   };
+}
+
+async function outcomesByMix(admin: Pool, schema: string): Promise<Record<string, Record<string, number>>> {
+  const { rows } = await admin.query<{ x: string; outcome: string; n: number }>(
+    `select coalesce(j.payload->>'x', 'plain') as x, a.outcome::text, count(*)::int as n
+     from "${schema}".attempts a join "${schema}".jobs j on j.id = a.job_id group by 1, 2`,
+  );
+  const out: Record<string, Record<string, number>> = {};
+  for (const r of rows) (out[r.x] ??= {})[r.outcome] = r.n;
+  return out;
+}
+
+/** Handler end to settle answer, per attempt and process, from the oracle. */
+export function settleLatency(events: readonly OracleEvent[]): FaultRunResult["settleMs"] {
+  const ends = new Map<string, number>();
+  for (const e of events) if (e.e === "end") ends.set(`${e.job}/${e.attempt}/${e.pid}`, e.t);
+  const ms = events.flatMap((e) => {
+    const end = e.e === "settled" ? ends.get(`${e.job}/${e.attempt}/${e.pid}`) : undefined;
+    return end === undefined ? [] : [e.t - end];
+  }).sort((a, b) => a - b);
+  const at = (q: number) => Math.round(ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] ?? 0);
+  return { n: ms.length, p50: at(0.5), p99: at(0.99), max: at(1) };
 }

@@ -40,6 +40,8 @@ export interface FleetOptions {
   restartDelayMs?: number;
   /** Spawns at most this many processes in all (a crash loop stops here). */
   maxSpawns?: number;
+  /** More environment for each worker (the fault worker's FAULT_LEASE_MS, FAULT_QUERY_TIMEOUT_MS, FAULT_BLOCK_MS). */
+  env?: Record<string, string>;
   /** The worker script; default test/fixtures/fault-worker.ts. */
   script?: string;
 }
@@ -81,6 +83,7 @@ export function startFleet(options: FleetOptions): Fleet {
         FAULT_POOL: String(options.poolSize ?? 4),
         FAULT_IDLE_MS: String(options.idleMs ?? 1_000),
         ...(options.prefetch !== undefined ? { FAULT_PREFETCH: String(options.prefetch) } : {}),
+        ...options.env,
       },
     });
     const record: WorkerProcess = { pid: child.pid!, oracle, startedAt: Date.now(), exit: null, stderr: "", killed: false, hung: false };
