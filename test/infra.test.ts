@@ -3,7 +3,7 @@
  * without AWS. What infra really creates, through SST's own component code,
  * is checked on the synthesized stack: test/synth.test.ts.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { writeEntries } from "../functions/entries.ts";
 import { dirname, join } from "node:path";
@@ -90,7 +90,7 @@ describe("schedules", () => {
   });
 
   const localScheduler = join(root, "dev/lambda/schedule.ts");
-  it.skipIf(!existsSync(localScheduler))("the local runtime (dev/lambda/schedule.ts) runs them too", async () => {
+  it("the local runtime (dev/lambda/schedule.ts) runs them too", async () => {
     const local = (await import(/* @vite-ignore */ localScheduler)) as { parseSchedule: (e: string) => unknown };
     expect(() => local.parseSchedule(config.scheduler.schedule)).not.toThrow();
     expect(() => local.parseSchedule(config.rescuer.schedule)).not.toThrow();
