@@ -12,7 +12,11 @@ export interface TargetCheck {
   worst: number | null;
   /** What the ratio must satisfy, in words. */
   needs: string;
-  /** Whether the median ratio satisfies it (the worst run is shown beside it, not folded in). */
+  /**
+   * Whether the median ratio satisfies it, and the worst run its own bar
+   * where the target sets one (the execute and scale-out leads: a lead must
+   * hold in every round, not only in the middle one).
+   */
   met: boolean | null;
 }
 
@@ -49,8 +53,10 @@ const show = (v: number | null, unit: string) => (v == null ? "n/a" : `${v.toLoc
 
 export function evaluateTargets(r: BenchResults): TargetCheck[] {
   const out: TargetCheck[] = [];
-  const add = (target: string, l: number | null, peers: string, x: number | null, worst: number | null, needs: string, ok: (x: number) => boolean, unit: string) =>
-    out.push({ target, leasehold: show(l, unit), peers, ratio: x, worst, needs, met: x == null ? null : ok(x) });
+  const add = (
+    target: string, l: number | null, peers: string, x: number | null, worst: number | null, needs: string, ok: (x: number) => boolean, unit: string,
+    worstOk?: (w: number) => boolean,
+  ) => out.push({ target, leasehold: show(l, unit), peers, ratio: x, worst, needs, met: x == null ? null : ok(x) && (!worstOk || (worst != null && worstOk(worst))) });
   const runsOf = (phase: string, lib: LibId, metric: string) => perRun(r, phase, lib, metric);
   const both = (phase: string, metric: string, unit: string) =>
     `graphile-worker ${show(med(r, phase, "graphile", metric), unit)}, pg-boss ${show(med(r, phase, "pgboss", metric), unit)}`;
@@ -58,9 +64,10 @@ export function evaluateTargets(r: BenchResults): TargetCheck[] {
   for (const [phase, label] of [["batch-execute", ""], ["net-batch-execute", " (through the relay)"]] as const) {
     if (!r.phases[phase]) continue;
     const l = med(r, phase, "leasehold", "jobs_per_s");
-    add(`Execute ${r.meta.sizes.batch.toLocaleString("en-US")} ≥ graphile-worker batched${label}`, l, both(phase, "jobs_per_s", "jobs/s"),
+    // graphile-worker's own figure says how fast the host was: the lead must hold whatever it is.
+    add(`Execute ${r.meta.sizes.batch.toLocaleString("en-US")} ≥ 1.1× graphile-worker batched, no run below 1.0×${label}`, l, both(phase, "jobs_per_s", "jobs/s"),
       ratio(l, med(r, phase, "graphile", "jobs_per_s")), worstRatio(runsOf(phase, "leasehold", "jobs_per_s"), runsOf(phase, "graphile", "jobs_per_s"), "higher"),
-      "Leasehold ÷ graphile-worker ≥ 1", (x) => x >= 1, "jobs/s");
+      "Leasehold ÷ graphile-worker ≥ 1.1, worst run ≥ 1", (x) => x >= 1.1, "jobs/s", (w) => w >= 1);
     add(`Execute ${r.meta.sizes.batch.toLocaleString("en-US")} ≥ 3× pg-boss${label}`, l, both(phase, "jobs_per_s", "jobs/s"),
       ratio(l, med(r, phase, "pgboss", "jobs_per_s")), worstRatio(runsOf(phase, "leasehold", "jobs_per_s"), runsOf(phase, "pgboss", "jobs_per_s"), "higher"),
       "Leasehold ÷ pg-boss ≥ 3", (x) => x >= 3, "jobs/s");
@@ -92,17 +99,20 @@ export function evaluateTargets(r: BenchResults): TargetCheck[] {
   }
   if (r.phases["scale-out"]) {
     const l = med(r, "scale-out", "leasehold", "jobs_per_s_p8");
-    add("Scale-out: 8 processes of 10 slots ≥ graphile-worker with 8", l, both("scale-out", "jobs_per_s_p8", "jobs/s"),
+    add("Scale-out: 8 processes of 10 slots ≥ 1.1× graphile-worker with 8", l, both("scale-out", "jobs_per_s_p8", "jobs/s"),
       ratio(l, med(r, "scale-out", "graphile", "jobs_per_s_p8")), worstRatio(runsOf("scale-out", "leasehold", "jobs_per_s_p8"), runsOf("scale-out", "graphile", "jobs_per_s_p8"), "higher"),
-      "Leasehold ÷ graphile-worker ≥ 1", (x) => x >= 1, "jobs/s");
+      "Leasehold ÷ graphile-worker ≥ 1.1", (x) => x >= 1.1, "jobs/s");
+    add("Scale-out: Leasehold's 8 processes ≥ 0.8× its 1 process", l, `1 process: ${show(med(r, "scale-out", "leasehold", "jobs_per_s_p1"), "jobs/s")}`,
+      ratio(l, med(r, "scale-out", "leasehold", "jobs_per_s_p1")), worstRatio(runsOf("scale-out", "leasehold", "jobs_per_s_p8"), runsOf("scale-out", "leasehold", "jobs_per_s_p1"), "higher"),
+      "8 processes ÷ 1 ≥ 0.8", (x) => x >= 0.8, "jobs/s");
   }
   const big = r.phases["backlog-later-1m"] ? "backlog-later-1m" : null;
   if (big && r.phases["backlog-later-10k"]) {
     const l = med(r, big, "leasehold", "jobs_per_s");
-    add("Backlog: execute with 1,000,000 queued within 20% of with 10,000", l,
+    add("Backlog: execute with 1,000,000 queued ≥ 0.9× with 10,000", l,
       `with 10,000 queued: ${show(med(r, "backlog-later-10k", "leasehold", "jobs_per_s"), "jobs/s")}`,
       ratio(l, med(r, "backlog-later-10k", "leasehold", "jobs_per_s")), worstRatio(runsOf(big, "leasehold", "jobs_per_s"), runsOf("backlog-later-10k", "leasehold", "jobs_per_s"), "higher"),
-      "1M ÷ 10k ≥ 0.8", (x) => x >= 0.8, "jobs/s");
+      "1M ÷ 10k ≥ 0.9", (x) => x >= 0.9, "jobs/s");
   }
   for (const [phase, jobs] of [["fair-tenants", ""], ["fair-tenants-20ms", ", 20 ms jobs"], ["fair-tenants-200ms", ", 200 ms jobs"]] as const) {
     if (!r.phases[phase]) continue;

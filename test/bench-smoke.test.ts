@@ -75,7 +75,8 @@ describe("bench harness (smoke)", () => {
     });
 
     // Peers absent: their targets cannot be judged, and say so rather than pass.
-    expect(evaluateTargets(results).every((t) => t.met === null || t.target.startsWith("Backlog"))).toBe(true);
+    // (Leasehold against itself is judged: the backlog, and 8 processes against 1.)
+    expect(evaluateTargets(results).every((t) => t.met === null || t.target.startsWith("Backlog") || t.target.startsWith("Scale-out: Leasehold's"))).toBe(true);
     const report = renderReport(results, { resultsFile: "x.json", chartDir: ".", chartPrefix: "x" });
     expect(report.markdown).toContain("## Targets");
     expect(report.markdown).toContain("## Exactly once");
@@ -95,4 +96,18 @@ describe("a target's worst run", () => {
     expect(worstRatio([400, 1_200, 900], 1_000, "lower")).toBe(1.2);
     expect(worstRatio([], 1, "higher")).toBeNull();
   });
+
+  it("fails the execute lead when one round falls below 1.0x, though the median clears 1.1x", () => {
+    const phase = (l: number[], g: number[]) => ({
+      summary: { leasehold: { jobs_per_s: { median: median(l) } }, graphile: { jobs_per_s: { median: median(g) } } },
+      per_run: { leasehold: { jobs_per_s: l }, graphile: { jobs_per_s: g } }, runs: {}, checks_ok: {},
+    });
+    const execute = (l: number[], g: number[]) =>
+      evaluateTargets({ meta: { sizes: { batch: 10_000 } }, phases: { "batch-execute": phase(l, g) } } as never).find((t) => t.target.startsWith("Execute 10,000 ≥ 1.1×"))!;
+    expect(execute([120, 118, 119], [100, 100, 100])).toMatchObject({ ratio: 1.19, worst: 1.18, met: true });
+    expect(execute([120, 118, 95], [100, 100, 100])).toMatchObject({ ratio: 1.18, worst: 0.95, met: false });
+    expect(execute([105, 106, 107], [100, 100, 100])).toMatchObject({ met: false });
+  });
 });
+
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
