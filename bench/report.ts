@@ -204,7 +204,14 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
   out.push("| phase | " + Object.keys(m.libs).map((l) => m.libs[l]!.name).join(" | ") + " |", `|${" --- |".repeat(1 + Object.keys(m.libs).length)}`);
   for (const [name, pr] of Object.entries(r.phases)) {
     if (Object.values(pr.checks_ok).every((v) => v == null)) continue;
-    out.push(`| ${name} | ${Object.keys(m.libs).map((l) => { const v = pr.checks_ok[l as LibId]; return v == null ? "—" : v ? "ok" : "**FAILED**"; }).join(" | ")} |`);
+    // A phase without a check shows "—"; a failure says whether a run errored (listed below) or the check itself failed.
+    const cell = (l: LibId) => {
+      const v = pr.checks_ok[l];
+      if (v == null) return "—";
+      if (v) return "ok";
+      return (pr.runs[l] ?? []).some((x) => "error" in x) ? "**FAILED** (a run errored)" : "**FAILED** (check)";
+    };
+    out.push(`| ${name} | ${Object.keys(m.libs).map((l) => cell(l as LibId)).join(" | ")} |`);
   }
   const errors = Object.entries(r.phases).flatMap(([name, pr]) =>
     Object.entries(pr.runs).flatMap(([lib, runs]) => (runs ?? []).filter((x) => "error" in x).map((x) => `- ${name} / ${lib}: ${String((x as { error: string }).error).split("\n")[0]}`)));
