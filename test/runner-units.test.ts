@@ -70,6 +70,17 @@ describe("the producer", () => {
     expect(await producer.renew(b, 60_000)).toBeNull();
   });
 
+  it("lets a job of a 1 s lease wait a quarter of it in the buffer, not its 400 ms settle margin, so it keeps 350 ms to run", async () => {
+    const { clock, db, producer } = setup();
+    db.add(1, { leaseMs: 1_000 });
+    await producer.claim(1, 60_000);
+    const b = producer.next()!;
+    await clock.advance(250);
+    expect(producer.fresh(b)).toBe(b.deadline);
+    await clock.advance(1);
+    expect(producer.fresh(b)).toBeUndefined();
+  });
+
   it("retries a claim on a lost connection with growing waits on its clock", async () => {
     const retries: number[] = [];
     const { clock, db, producer } = setup({ onRetry: (_e, _n, waitMs) => retries.push(waitMs) });

@@ -4,7 +4,7 @@ import { boundedStore, writeDeadlineMs } from "../db/deadline.ts";
 import { DEFAULT_QUERY_TIMEOUT_MS } from "../db/drivers/options.ts";
 import { extendLease } from "../lifecycle/settle.ts";
 import type { Clock } from "./clock.ts";
-import { settleMarginMs } from "./executor.ts";
+import { MAX_SETTLE_MARGIN_MS } from "./executor.ts";
 import { retrying } from "./transient.ts";
 import type { SettleOutcome } from "./options.ts";
 
@@ -138,12 +138,14 @@ export class Producer {
 
   /**
    * A buffered job's deadline if it can start as it is: a handler is owed its
-   * whole lease, so a job that waited in the buffer longer than its settle
-   * margin cannot (undefined: `renew` it first).
+   * whole lease, so a job that waited in the buffer longer than a quarter of
+   * it (at most `MAX_SETTLE_MARGIN_MS`) cannot (undefined: `renew` it first).
+   * Not the settle margin: that is at least 400 ms, which would let a job of a
+   * 1 s lease start with 200 ms to run.
    */
   fresh(item: Buffered): number | undefined {
     const { job } = item;
-    return item.deadline - this.o.clock.now() >= job.leaseMs - settleMarginMs(job.leaseMs) ? item.deadline : undefined;
+    return item.deadline - this.o.clock.now() >= job.leaseMs - maxBufferedMs(job.leaseMs) ? item.deadline : undefined;
   }
 
   /**
@@ -170,3 +172,6 @@ export class Producer {
     });
   }
 }
+
+/** How long a buffered job may wait for a slot and still start on its claim's lease: a quarter of it, at most 2 s. */
+export const maxBufferedMs = (leaseMs: number) => Math.min(MAX_SETTLE_MARGIN_MS, Math.floor(leaseMs / 4));
