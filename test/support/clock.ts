@@ -44,6 +44,11 @@ export class ManualClock implements Clock {
   pending(): number {
     return this.timers.length;
   }
+
+  /** How long until the earliest pending timer is due, or null when none is. */
+  dueIn(): number | null {
+    return this.timers.length === 0 ? null : Math.min(...this.timers.map((timer) => timer.at)) - this.t;
+  }
 }
 
 /**
