@@ -10,7 +10,7 @@ import { createTestDb, expireLeases, type TestDb } from "./support/db.ts";
 
 const payload = z.object({ key: z.string(), n: z.number().int() });
 const limited = (limit: number) =>
-  defineJob({ name: `limited-${limit}`, schema: payload, handler: () => {}, leaseMs: 1_000, backoffMs: 0, maxAttempts: 100,
+  defineJob({ name: `limited-${limit}`, schema: payload, handler: () => {}, leaseMs: 60_000, backoffMs: 0, maxAttempts: 100,
     concurrency: { limit, key: (p) => p.key } });
 const grouped = defineJob({ name: "grouped", schema: z.object({ n: z.number().int() }), handler: () => {} });
 
@@ -65,7 +65,7 @@ describe("the claim, with generated workloads (pg driver)", () => {
             if (s.op === "claim") {
               held.push(...(await claimJobs(t, { queue, runnerId: "r", limit: s.limit, maxLeaseMs: 60_000, fair: s.fair })));
             } else if (s.op === "rescue") {
-              await expireLeases(t, queue); // every lease runs out
+              await expireLeases(t, "queue = $1", [queue]); // every lease runs out (moved into the past, not waited for)
               await rescueExpiredLeases(t);
               held = [];
             } else {

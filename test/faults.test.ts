@@ -2,6 +2,13 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startEmbeddedPostgres, type RunningPostgres } from "../dev/embedded-postgres.ts";
 import { startFaultProxy, type FaultProxy } from "./support/fault-proxy.ts";
 import { runFaultScenario, type FaultRunResult } from "./support/fault-run.ts";
+import { z } from "zod";
+import { createPgPool } from "../shared/db/drivers/pg.ts";
+import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
+import { runWorker } from "../shared/runner/worker.ts";
+import { createTestDb, databaseUrl, expireLeases, type TestDb } from "./support/db.ts";
 
 /**
  * The runner under faults: Postgres restarts, connections cut, connections
@@ -128,4 +135,62 @@ describe("the runner through a kill storm", () => {
     const held = new Set(r.verdict.heldByKilled);
     expect(r.verdict.duplicates.filter((id) => !held.has(id)).length, "jobs run twice that no killed runner held").toBe(0);
   }, 90_000);
+});
+
+/**
+ * A fault only a TCP proxy can make, timed by the driver's real timeouts:
+ * the pg driver's connections go through it (from runner.test.ts).
+ */
+describe("the runner whose database goes silent (pg driver)", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 2);
+  });
+  afterAll(() => t.drop());
+  const rows = async (queue: string) =>
+    (await t.admin.query<{ status: string; attempts: number }>(
+      `select status::text, attempts from "${t.schema}".jobs where queue = $1 order by id`, [queue])).rows;
+
+  it("gives up cleanly when its database goes silent for good: no handler left running, unstarted jobs uncharged", async () => {
+    const queue = "silent-db";
+    const url = new URL(databaseUrl());
+    const proxy = await startFaultProxy({ target: { host: url.hostname, port: Number(url.port || 5432) } });
+    url.hostname = proxy.host;
+    url.port = String(proxy.port);
+    const pool = createPgPool(url.toString(), { max: 4, queryTimeoutMs: 300, connectTimeoutMs: 300 });
+    let running = 0;
+    let ended = 0;
+    const slow = defineJob({
+      name: "silent-db", schema: z.object({}), queue, leaseMs: 2_000, backoffMs: 0,
+      handler: async () => {
+        running++;
+        // The database goes silent while the first handlers run.
+        if (running === 1) proxy.stallAll();
+        await sleep(200);
+        running--;
+        ended++;
+      },
+    });
+    await enqueueJobs(t, Array.from({ length: 8 }, () => job(slow, {})));
+    const deadline = Date.now() + 3_000;
+    const summary = await runWorker({
+      linger: "fixed",
+      store: { db: pool, schema: t.schema }, registry: createRegistry([slow]), queues: [queue], runnerId: "cut-off",
+      slots: 2, prefetch: 6, remainingMs: () => deadline - Date.now(), idleMs: 5_000, pollMs: 20,
+    });
+    expect(["database", "time"]).toContain(summary.exit);
+    expect(running).toBe(0); // it waited for its handlers
+    expect(ended).toBeGreaterThanOrEqual(2);
+    expect(summary.claimed).toBe(8);
+    proxy.resume();
+    await proxy.close();
+    await pool.end().catch(() => {});
+    // The leases run out (moved into the past); the rescuer charges only the handlers that had started.
+    await expireLeases(t, "queue = $1", [queue]);
+    await rescueExpiredLeases(t);
+    const all = await rows(queue);
+    const charged = all.reduce((n, r) => n + r.attempts, 0);
+    expect(charged).toBeLessThanOrEqual(ended);
+    expect(all.filter((r) => r.status === "queued" && r.attempts === 0).length).toBeGreaterThanOrEqual(8 - ended);
+  });
 });

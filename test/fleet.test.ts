@@ -32,7 +32,11 @@ describe("the runner fleet", () => {
     await holder.query("select pg_advisory_xact_lock($1::bigint)", [SCHEDULER_LOCK]);
     const first = reserveRunners(t.pool, t.schema, plan("first"));
     const second = reserveRunners(t.pool, t.schema, plan("second"));
-    await new Promise((r) => setTimeout(r, 150));
+    const holderPid = (await holder.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!.pid;
+    // Until Postgres shows both blocked behind the holder (asked again on each answer; no timer).
+    const blocked = async () => (await t.admin.query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))", [holderPid])).rows[0]!.n;
+    while ((await blocked()) < 2);
     expect(seen).toEqual([]); // neither has read the fleet: both wait for the lock
     await holder.query("commit");
     holder.release();

@@ -7,15 +7,15 @@ import { schedulePass } from "../functions/scheduler.ts";
 import config from "../leasehold.config.ts";
 import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
 import { completeJobs, failJobs, releaseJobs } from "../shared/lifecycle/settle.ts";
-import { createTestDb, drivers, type TestDb } from "./support/db.ts";
+import { nextTurn } from "../shared/runner/clock.ts";
+import { createTestDb, drivers, expireLeases, type TestDb } from "./support/db.ts";
 
 const payload = z.object({ key: z.string(), n: z.number().int() });
 const oneAtATime = defineJob({
-  name: "one-at-a-time", schema: payload, handler: () => {}, backoffMs: 0, leaseMs: 1_000,
+  name: "one-at-a-time", schema: payload, handler: () => {}, backoffMs: 0, leaseMs: 60_000,
   concurrency: { limit: 1, key: (p) => p.key },
 });
 const perGroup = defineJob({ name: "per-group", schema: payload, handler: () => {}, concurrency: { limit: 2 } });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(drivers)("concurrency limits (%s driver)", (driver) => {
   let t: TestDb;
@@ -54,7 +54,7 @@ describe.each(drivers)("concurrency limits (%s driver)", (driver) => {
     await releaseJobs(t, [b]);
     const c = (await claim(queue))[0]!;
     expect(await claim(queue)).toEqual([]);
-    await sleep(1_100); // c's runner dies: its 1 s lease runs out (long enough that a loaded host settles a and b in time)
+    expect(await expireLeases(t, "id = $1", [c.id])).toBe(1); // c's runner dies: its lease runs out
     expect(await claim(queue)).toEqual([]); // expired but not yet rescued: still holds the slot
     const rescue = await rescueExpiredLeases(t);
     expect(rescue.rescued + rescue.refunded).toBeGreaterThanOrEqual(1);
@@ -92,7 +92,7 @@ describe("concurrency limits under concurrent claimers and killed runners (pg dr
     const queue = "oracle";
     const keys = 50;
     const limited = defineJob({
-      name: "limited", schema: payload, handler: () => {}, leaseMs: 1_500, backoffMs: 0, maxAttempts: 100,
+      name: "limited", schema: payload, handler: () => {}, leaseMs: 60_000, backoffMs: 0, maxAttempts: 100,
       concurrency: { limit: 2, key: (p) => p.key },
     });
     // Half the keys' jobs bunched, half interleaved: claims meet keys at and under their limit.
@@ -105,7 +105,24 @@ describe("concurrency limits under concurrent claimers and killed runners (pg dr
     const starts = new Map<string, number>();
     const keyOf = (j: ClaimedJob) => (j.payload as { key: string }).key;
     const heldByKilled = new Set<string>();
+    const killedRunners: string[] = [];
     let done = false;
+    // A runner that finds nothing to claim rescues: the killed runners' leases
+    // run out (moved into the past, not waited for; a live runner's never
+    // does), then the rescue. It also ends the run once every job succeeded.
+    // One rescuer at a time, as in a deployment (the rescuer is a singleton).
+    let rescuing: Promise<void> | null = null;
+    const rescueOrEnd = () => (rescuing ??= (async () => {
+      await expireLeases(t, "runner_id = any($1::text[])", [killedRunners]);
+      await rescueExpiredLeases(t);
+      const { rows } = await t.admin.query<{ n: number }>(
+        `select count(*)::int as n from "${t.schema}".jobs where queue = $1 and status <> 'succeeded'`, [queue]);
+      if (rows[0]!.n === 0) done = true;
+    })().finally(() => (rescuing = null)));
+    // A handler's work: a random number of turns of the event loop (others run meanwhile).
+    const work = async () => {
+      for (let i = Math.floor(Math.random() * 4); i > 0; i--) await nextTurn();
+    };
 
     const runner = async (name: string) => {
       for (let life = 0; !done; life++) {
@@ -114,7 +131,7 @@ describe("concurrency limits under concurrent claimers and killed runners (pg dr
         for (let claims = 0; !done; claims++) {
           const jobs = await claimJobs(t, { queue, runnerId: `${name}-${life}`, limit: 12, maxLeaseMs: 60_000 });
           if (jobs.length === 0) {
-            await sleep(5);
+            await rescueOrEnd();
             continue;
           }
           const killed = claims >= killAfter;
@@ -124,33 +141,20 @@ describe("concurrency limits under concurrent claimers and killed runners (pg dr
             runningByKey.set(key, now);
             maxRunning = Math.max(maxRunning, now);
             starts.set(j.id, (starts.get(j.id) ?? 0) + 1);
-            await sleep(Math.random() * 30);
+            await work();
             // A killed runner's handlers stop here; its leases stay held until rescued.
             runningByKey.set(key, runningByKey.get(key)! - 1);
             if (killed) heldByKilled.add(j.id);
           }));
-          if (killed) break;
+          if (killed) {
+            killedRunners.push(`${name}-${life}`);
+            break;
+          }
           await completeJobs(t, jobs);
         }
       }
     };
-    const rescuer = async () => {
-      while (!done) {
-        await rescueExpiredLeases(t);
-        await sleep(50);
-      }
-    };
-    const watcher = async () => {
-      const deadline = Date.now() + 50_000;
-      while (Date.now() < deadline) {
-        const { rows } = await t.admin.query<{ n: number }>(
-          `select count(*)::int as n from "${t.schema}".jobs where queue = $1 and status <> 'succeeded'`, [queue]);
-        if (rows[0]!.n === 0) break;
-        await sleep(100);
-      }
-      done = true;
-    };
-    await Promise.all([watcher(), rescuer(), ...Array.from({ length: 12 }, (_, i) => runner(`runner${i}`))]);
+    await Promise.all(Array.from({ length: 12 }, (_, i) => runner(`runner${i}`)));
 
     const { rows } = await t.admin.query<{ status: string; n: number }>(
       `select status::text, count(*)::int as n from "${t.schema}".jobs where queue = $1 group by 1`, [queue]);

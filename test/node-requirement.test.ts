@@ -99,10 +99,10 @@ describe("the Node.js requirement", () => {
     delete process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED;
     try {
       for (const v of versions) emitWarningIfUnsupportedVersion(`v${v}`);
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick: a turn, not a time
       expect(warnings).toEqual([]);
       emitWarningIfUnsupportedVersion("v20.20.2"); // the check can fail: an older Node is warned about
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setImmediate(r));
       expect(warnings.join("\n")).toMatch(/NodeVersionSupportWarning/);
     } finally {
       process.off("warning", listen);

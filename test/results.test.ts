@@ -5,11 +5,16 @@ import { cancelJob } from "../shared/lifecycle/manual.ts";
 import { getJob } from "../shared/observe/admin.ts";
 import { enqueue } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
-import { waitForJob, WaitTimeoutError } from "../shared/observe/wait.ts";
+import { waitForJob, waitForJobOn, WaitTimeoutError } from "../shared/observe/wait.ts";
 import { runWorker } from "../shared/runner/worker.ts";
+import { ManualClock } from "./support/clock.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * The waits' timeouts run on a ManualClock: `timerSet()` says the wait is
+ * listening (its timer is set after the LISTEN and the first read), and a
+ * timeout comes only when the test moves the clock past it.
+ */
 
 describe.each(drivers)("job results and waitForJob (%s driver)", (driver) => {
   let t: TestDb;
@@ -21,9 +26,9 @@ describe.each(drivers)("job results and waitForJob (%s driver)", (driver) => {
   const square = defineJob({
     name: "square",
     queue: "results",
-    schema: z.object({ n: z.number(), waitMs: z.number().default(0) }),
-    handler: async ({ n, waitMs }) => {
-      await sleep(waitMs);
+    schema: z.object({ n: z.number(), forRoute: z.boolean().default(false) }),
+    handler: async ({ n, forRoute }) => {
+      if (forRoute) await routeWaiting; // ends only once the route waits for it (not after a guessed time)
       return { square: n * n, at: "done" };
     },
   });
@@ -39,14 +44,17 @@ describe.each(drivers)("job results and waitForJob (%s driver)", (driver) => {
   });
   const huge = defineJob({ name: "huge", queue: "results", schema: z.object({}), handler: () => "x".repeat(2_000) });
   const registry = createRegistry([square, doomed, huge]);
+  let routeWaiting = Promise.resolve();
   const worker = (idleMs = 300) =>
     runWorker({ linger: "fixed", store: t, registry, queues: ["results"], runnerId: `w-${driver}`, slots: 4, idleMs, pollMs: 20, limits: { maxPayloadBytes: 1_000 } });
 
   it("a route that enqueues gets the job's result within 50 ms of its success, woken by a notification", async () => {
     const app = new Hono();
     app.post("/square/:n", async (c) => {
-      const { id } = await enqueue(t, square, { n: Number(c.req.param("n")), waitMs: 300 });
-      const end = await waitForJob(t, id, { timeoutMs: 10_000 });
+      const clock = new ManualClock();
+      routeWaiting = clock.timerSet();
+      const { id } = await enqueue(t, square, { n: Number(c.req.param("n")), forRoute: true });
+      const end = await waitForJobOn(clock, t, id, { timeoutMs: 10_000 });
       return c.json({ end, returnedAt: Date.now() });
     });
     // A warm runner and route, as in a deployment that has been serving: the
@@ -84,8 +92,9 @@ describe.each(drivers)("job results and waitForJob (%s driver)", (driver) => {
 
   it("a dead job's wait returns its reasons", async () => {
     const { id } = await enqueue(t, doomed, {});
-    const waiting = waitForJob(t, id, { timeoutMs: 10_000 });
-    await sleep(50);
+    const clock = new ManualClock();
+    const waiting = waitForJobOn(clock, t, id, { timeoutMs: 10_000 });
+    await clock.timerSet(); // listening, so the end comes by its notification
     await worker();
     const end = await waiting;
     expect(end.status).toBe("dead");
@@ -106,14 +115,20 @@ describe.each(drivers)("job results and waitForJob (%s driver)", (driver) => {
   it("a timeout is a clear error and leaves the job alone; a cancel ends the wait", async () => {
     const { id } = await enqueue(t, square, { n: 1 }, { delayMs: 60_000 });
     const before = await getJob(t, id);
-    const err = await waitForJob(t, id, { timeoutMs: 100 }).catch((e: unknown) => e);
+    const clock = new ManualClock();
+    const timingOut = waitForJobOn(clock, t, id, { timeoutMs: 100 }).catch((e: unknown) => e);
+    await clock.timerSet();
+    const dueIn = clock.dueIn();
+    await clock.advance(100);
+    const err = await timingOut;
+    expect(dueIn).toBe(100); // the wait's only timer: its timeout, no sooner
     expect(err).toBeInstanceOf(WaitTimeoutError);
     expect((err as Error).message).toBe(`job ${id} did not end within 100ms (it is queued); the wait left it alone`);
     const after = await getJob(t, id);
     expect(after).toMatchObject({ status: "queued", attempts: 0, runAt: before!.runAt });
 
-    const waiting = waitForJob(t, id, { timeoutMs: 5_000 });
-    await sleep(50);
+    const waiting = waitForJobOn(clock, t, id, { timeoutMs: 5_000 });
+    await clock.timerSet();
     await cancelJob(t, id);
     expect(await waiting).toMatchObject({ id, status: "cancelled" });
   });
@@ -121,8 +136,9 @@ describe.each(drivers)("job results and waitForJob (%s driver)", (driver) => {
   it("an abort stops the wait with its reason; a missing job is an error", async () => {
     const { id } = await enqueue(t, square, { n: 2 }, { delayMs: 60_000 });
     const controller = new AbortController();
-    const waiting = waitForJob(t, id, { timeoutMs: 5_000, signal: controller.signal }).catch((e: unknown) => e);
-    await sleep(30);
+    const clock = new ManualClock();
+    const waiting = waitForJobOn(clock, t, id, { timeoutMs: 5_000, signal: controller.signal }).catch((e: unknown) => e);
+    await clock.timerSet();
     controller.abort(new Error("client went away"));
     expect(((await waiting) as Error).message).toBe("client went away");
     await expect(waitForJob(t, "999999999", { timeoutMs: 100 })).rejects.toThrow("job 999999999 does not exist");

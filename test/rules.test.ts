@@ -21,7 +21,6 @@ import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
  * its one place and the test below it fails.
  */
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const work = defineJob({ name: "rules.work", schema: z.object({}), handler: () => {}, maxAttempts: 3, backoffMs: 0, leaseMs: 60_000 });
 const other = defineJob({ name: "rules.other", schema: z.object({}), handler: () => {}, backoffMs: 0, leaseMs: 60_000 });
 
@@ -108,9 +107,9 @@ describe("the rules the mutation audit found unguarded", () => {
     await victim.connect();
     try {
       const pid = (await victim.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!.pid;
-      const running = victim.query("select pg_sleep(30)").then(() => null, (err: unknown) => err);
-      await sleep(100);
-      await t.admin.query("select pg_terminate_backend($1)", [pid]);
+      // Terminated mid-query whatever the machine's load: the backend is sent
+      // the signal from inside the statement it is running, then sleeps in it.
+      const running = victim.query("select pg_terminate_backend($1), pg_sleep(30)", [pid]).then(() => null, (err: unknown) => err);
       const err = (await running) as { code?: string } | null;
       expect(err?.code).toBe("57P01");
       expect(isTransient(err)).toBe(true);
@@ -169,11 +168,13 @@ describe("the rules the mutation audit found unguarded", () => {
   });
 
   it("writes a start that must come first before the handler runs", async () => {
-    // The database answers start marks 300 ms late, as over a slow link: a
-    // handler started before its mark landed would see it unwritten.
+    // The database answers start marks late, as over a slow link: after 20
+    // other round trips to it (the time a handler takes to start and read its
+    // row many times over, whatever the load). A handler started before its
+    // mark landed would see it unwritten.
     const slowMarks: Queryable = {
       query: async (text, values) => {
-        if (text.includes("handler_started = true")) await sleep(300);
+        if (text.includes("handler_started = true")) for (let i = 0; i < 20; i++) await t.admin.query("select 1");
         return t.db.query(text, values);
       },
     };

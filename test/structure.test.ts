@@ -3,6 +3,7 @@ import { dirname, join, normalize, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { realClockSleepers, timerWaits } from "./support/real-clock.ts";
 
 /**
  * The shape of the core, read from its source: no import cycle in shared/
@@ -186,5 +187,70 @@ describe("the core's files and functions stay readable", () => {
   it("no function over 80 lines in shared/ or functions/", () => {
     const files = code.filter((f) => f.startsWith("shared") || f.startsWith("functions"));
     expect(longFunctions(files, 80)).toEqual([]);
+  });
+});
+
+/**
+ * Tests wait on an injected clock (support/clock.ts) or move the stored times
+ * (a lease, a run_at) instead of sleeping: a sleep is a threshold a loaded
+ * machine can miss (issue 23). What counts as sleeping on the real clock is
+ * written, with what does not, in support/real-clock.ts (`npx tsx
+ * test/support/real-clock.ts` lists the files and why). A file that starts
+ * sleeping fails here unless it is listed below, and a listed file that no
+ * longer sleeps must come off the list, so the ceiling only comes down.
+ */
+const MUST_USE_REAL_TIME: Record<string, string> = {
+  // Real processes, runtimes and network faults: their time is the thing tested.
+  "dev-stack.test.ts": "the dev stack's real processes: its start-up, restarts and shutdown signals",
+  "first-hour.test.ts": "the packed tarball installed and run as a new user would, real processes",
+  "package.test.ts": "npm pack and an outside app's processes, waited for as they start",
+  "lambda-runtime.test.ts": "the local Lambda runtime itself: its processes, timeouts, billing and kills",
+  "functions.test.ts": "the functions run for real in the local Lambda runtime (OOM kills, late finishes)",
+  "deaths.test.ts": "every way a job dies, through the functions run for real",
+  "deploy-skew.test.ts": "two deploys' functions run for real, side by side",
+  "recurring.test.ts": "EventBridge ticks delivered to the functions run for real",
+  "sleep-idle.test.ts": "the local Scheduler's AWS wake-up timing, and idle backends read from Postgres' statistics",
+  "wake.test.ts": "start lateness measured on the functions run for real (the claim is a time)",
+  "invoke-faults.test.ts": "Lambda Invokes failing for a span of real time, and the scheduler's backoff through it",
+  "edge-invariants.test.ts": "the edge runner in workerd, whose timers are its own",
+  "faults.test.ts": "worker processes SIGKILLed, Postgres restarted, connections cut or silent (the drivers' real timeouts)",
+  "fault-proxy.test.ts": "the TCP fault proxy itself: cuts and stalls of real connections",
+  "limits-faults.test.ts": "worker processes SIGKILLed at random moments",
+  "step-deaths.test.ts": "worker processes SIGKILLed at random moments mid-step",
+  "fair-shapes.test.ts": "fairness measured as the time a small tenant waits beside handlers of real durations",
+};
+
+/** Files that still sleep but need not (issue 23's remainder), each with what keeps it on the clock. */
+const NOT_YET_CONVERTED: Record<string, string> = {
+  "debounce.test.ts": "debounce and throttle windows waited out on the database's clock (shift run_at and window_ends_at instead)",
+  "linger.test.ts": "a stream of arrivals 250 ms apart and a runner's linger measured in real time (runWorker has a clock; the feed does not)",
+  "rate-limits.test.ts": "rate windows waited out, and starts per real second measured (shift rate_windows.starts instead)",
+  "steps.test.ts": "a long job's steps take real time to make it yield (the yield reads the runner's clock; the lease is the database's)",
+  "worker.test.ts": "handlers past 200 ms to 1 s leases, a deadline in real time and a sampler's poll (runWorker's clock, with leases moved in step)",
+};
+
+describe("tests wait on an injected clock or moved stored times, not on the real clock", () => {
+  it("reads a sleep as a sleep, and an injected or zero-delay timer as none (the check itself)", () => {
+    expect(timerWaits("const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));")).toEqual(["setTimeout (line 1)"]);
+    expect(timerWaits("await new Promise((r) =>\n  setTimeout(r, 50));")).toEqual(["setTimeout (line 2)"]);
+    expect(timerWaits('import { setTimeout as wait } from "node:timers/promises";')).toEqual(["timers/promises (line 1)"]);
+    expect(timerWaits("await vi.waitFor(() => done);\nsetInterval(poll, 10);")).toEqual(["vi.waitFor (line 1)", "setInterval (line 2)"]);
+    expect(timerWaits("setTimeout(fn, 0); clock.after(5_000, fn); await clock.advance(100);")).toEqual([]);
+  });
+
+  it("finds the sleeps of the suite, direct and through test/support helpers", () => {
+    const sleepers = realClockSleepers();
+    expect(sleepers.get("faults.test.ts")).toEqual(expect.arrayContaining([expect.stringMatching(/^runFaultScenario\(\) from support\/fault-run\.ts/)]));
+    expect(sleepers.get("recurring.test.ts")).toEqual([expect.stringMatching(/^until\(\) from support\/stack\.ts/)]);
+    expect(sleepers.has("runner-units.test.ts")).toBe(false);
+  });
+
+  it("only the files listed sleep on the real clock, and every listed file still does", () => {
+    const allowed = { ...MUST_USE_REAL_TIME, ...NOT_YET_CONVERTED };
+    const sleepers = realClockSleepers();
+    const unlisted = [...sleepers].filter(([file]) => !(file in allowed)).map(([file, why]) => `${file}: ${why.join("; ")}`);
+    expect(unlisted).toEqual([]);
+    expect(Object.keys(allowed).filter((file) => !sleepers.has(file))).toEqual([]);
+    expect(sleepers.size).toBeLessThanOrEqual(Object.keys(allowed).length);
   });
 });

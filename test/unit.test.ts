@@ -63,18 +63,29 @@ describe("job definitions", () => {
 });
 
 import { createWaker } from "../shared/scheduler/wake.ts";
+import { ManualClock } from "./support/clock.ts";
 
 describe("the enqueue waker", () => {
-  it("coalesces a burst of wake-ups into at most two sends", async () => {
+  it("coalesces a burst of wake-ups into at most two sends, the second no sooner than minIntervalMs after the first", async () => {
+    const clock = new ManualClock();
     let sends = 0;
-    const waker = createWaker(async () => {
-      sends++;
-      await new Promise((r) => setTimeout(r, 20));
-    }, { minIntervalMs: 10 });
+    let answer = () => {};
+    // Each send is in flight until the test answers it.
+    const waker = createWaker(() => (sends++, new Promise<void>((r) => (answer = r))), { minIntervalMs: 10, clock });
     for (let i = 0; i < 100; i++) waker.wake();
+    await clock.advance(0);
+    expect(sends).toBe(1); // the burst arrived while the first send was in flight
+    answer();
+    await clock.advance(9);
+    expect(sends).toBe(1);
+    await clock.advance(1);
+    expect(sends).toBe(2);
+    answer();
     await waker.settled();
     expect(sends).toBe(2);
     waker.wake();
+    await clock.advance(10);
+    answer();
     await waker.settled();
     expect(sends).toBe(3);
   });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { planWake } from "../shared/scheduler/wake-plan.ts";
 import { fromAwsCron, toAwsCron } from "../shared/scheduler/aws-cron.ts";
 import { createSchedules, nextScheduledTime } from "../dev/lambda/eventbridge.ts";
+import { ManualClock } from "./support/clock.ts";
 
 const timing = { precisionMs: 60_000, startLeadMs: 2_000, armSlackMs: 3_000 };
 const now = Date.parse("2026-12-01T12:00:00Z");
@@ -49,17 +50,28 @@ describe("cron expressions between croner and EventBridge", () => {
   });
 });
 
+/** Node's timers: a delay past 2^31 - 1 ms overflows and fires after 1 ms. */
+class NodeTimerClock extends ManualClock {
+  override after(ms: number, fn: () => void): () => void {
+    return super.after(ms > 2_147_483_647 ? 1 : ms, fn);
+  }
+}
+
 describe("the local EventBridge Scheduler", () => {
   it("fires a one-time schedule weeks away at its time, not at once (Node's timers overflow after 24.8 days)", async () => {
+    const clock = new NodeTimerClock();
     const fired: string[] = [];
-    const schedules = createSchedules({ fire: (arn) => fired.push(arn), precisionMs: 10 });
-    const far = new Date(Date.now() + 40 * 86_400_000).toISOString().slice(0, 19);
-    const near = new Date(Date.now() + 1_000).toISOString().slice(0, 19);
-    schedules.create({ Name: "far", ScheduleExpression: `at(${far})`, ActionAfterCompletion: "DELETE", Target: { Arn: "far" } });
-    schedules.create({ Name: "near", ScheduleExpression: `at(${near})`, ActionAfterCompletion: "DELETE", Target: { Arn: "near" } });
-    await new Promise((r) => setTimeout(r, 1_200));
+    const schedules = createSchedules({ fire: (arn) => fired.push(arn), precisionMs: 10, clock });
+    const at = (ms: number) => new Date(clock.now() + ms).toISOString().slice(0, 19);
+    schedules.create({ Name: "far", ScheduleExpression: `at(${at(40 * 86_400_000)})`, ActionAfterCompletion: "DELETE", Target: { Arn: "far" } });
+    schedules.create({ Name: "near", ScheduleExpression: `at(${at(1_000)})`, ActionAfterCompletion: "DELETE", Target: { Arn: "near" } });
+    await clock.advance(1_200);
     expect(fired).toEqual(["near"]);
     expect(schedules.list().map((d) => d.Name)).toEqual(["far"]);
+    await clock.advance(40 * 86_400_000 - 1_300);
+    expect(fired).toEqual(["near"]);
+    await clock.advance(200);
+    expect(fired).toEqual(["near", "far"]);
     schedules.close();
   });
 });

@@ -1,6 +1,7 @@
 import { sql, type Queryable, type Store } from "../db/db.ts";
 import { describeDeaths } from "./deaths.ts";
 import { JOB_ENDED_CHANNEL } from "../lifecycle/settle.ts";
+import { systemClock, type Clock } from "../runner/clock.ts";
 
 /**
  * Awaiting a job's end from a route, without a poll loop: one dedicated
@@ -58,7 +59,12 @@ type EndRow = { status: string; result: unknown; finished_at: Date | null; last_
  * `signal` aborts, and with an Error when the job does not exist. Holds one
  * connection of the store's pool while it waits.
  */
-export async function waitForJob(store: Store, id: string, options: WaitOptions): Promise<JobEnd> {
+export function waitForJob(store: Store, id: string, options: WaitOptions): Promise<JobEnd> {
+  return waitForJobOn(systemClock, store, id, options);
+}
+
+/** `waitForJob` with its timeout on `clock` (tests pass one they move). */
+export async function waitForJobOn(clock: Clock, store: Store, id: string, options: WaitOptions): Promise<JobEnd> {
   if (!/^[1-9]\d{0,18}$/.test(id)) throw new Error(`waitForJob: ${JSON.stringify(id)} is not a job id`);
   if (!(options.timeoutMs >= 0 && options.timeoutMs <= MAX_TIMEOUT_MS)) {
     throw new Error(`waitForJob: timeoutMs must be between 0 and ${MAX_TIMEOUT_MS}, got ${options.timeoutMs}`);
@@ -82,7 +88,7 @@ export async function waitForJob(store: Store, id: string, options: WaitOptions)
     await client.query(sql(store.schema, MARK_AWAITED), [id]);
     let row = await readEnd(client, store, id);
     if (!TERMINAL.has(row.status)) {
-      await untilEnded(options, () => ended, (fn) => (wake = fn), () => row.status, id);
+      await untilEnded(clock, options, () => ended, (fn) => (wake = fn), () => row.status, id);
       row = await readEnd(client, store, id);
     }
     return await toEnd(store, id, row);
@@ -109,17 +115,17 @@ async function readEnd(db: Queryable, store: Store, id: string): Promise<EndRow>
 
 /** Waits for the notification, the timeout or the abort, whichever comes first. */
 function untilEnded(
-  options: WaitOptions, ended: () => boolean, onWake: (fn: () => void) => void, status: () => string, id: string,
+  clock: Clock, options: WaitOptions, ended: () => boolean, onWake: (fn: () => void) => void, status: () => string, id: string,
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const done = (err?: unknown) => {
-      clearTimeout(timer);
+      cancelTimer();
       options.signal?.removeEventListener("abort", onAbort);
       if (err) reject(err);
       else resolve();
     };
     const onAbort = () => done(options.signal!.reason);
-    const timer = setTimeout(() => done(new WaitTimeoutError(id, options.timeoutMs, status())), options.timeoutMs);
+    const cancelTimer = clock.after(options.timeoutMs, () => done(new WaitTimeoutError(id, options.timeoutMs, status())));
     options.signal?.addEventListener("abort", onAbort, { once: true });
     onWake(() => done());
     // An abort or a notification that came while the job was being read.

@@ -8,6 +8,8 @@
  * `minIntervalMs` after the previous one. A failed wake-up is reported and
  * dropped: the cron tick still finds the job.
  */
+import { systemClock, type Clock } from "../runner/clock.ts";
+
 export interface Waker {
   wake(): void;
   /** Resolves when no wake-up is pending or in flight. */
@@ -16,18 +18,19 @@ export interface Waker {
 
 export function createWaker(
   send: () => Promise<void>,
-  options: { minIntervalMs?: number; onError?: (err: unknown) => void } = {},
+  options: { minIntervalMs?: number; onError?: (err: unknown) => void; clock?: Clock } = {},
 ): Waker {
   const minIntervalMs = options.minIntervalMs ?? 250;
+  const clock = options.clock ?? systemClock;
   let inflight: Promise<void> | null = null;
   let again = false;
   let lastSentAt = Number.NEGATIVE_INFINITY;
 
   const fire = (): Promise<void> => {
-    const wait = Math.max(0, lastSentAt + minIntervalMs - Date.now());
-    return new Promise<void>((resolve) => setTimeout(resolve, wait))
+    const wait = Math.max(0, lastSentAt + minIntervalMs - clock.now());
+    return new Promise<void>((resolve) => clock.after(wait, resolve))
       .then(() => {
-        lastSentAt = Date.now();
+        lastSentAt = clock.now();
         return send();
       })
       .catch((err) => options.onError?.(err))

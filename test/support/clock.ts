@@ -5,14 +5,21 @@ export class ManualClock implements Clock {
   private t = 1_000_000;
   private timers: { at: number; fn: () => void; id: number }[] = [];
   private nextId = 0;
+  private onTimer: (() => void)[] = [];
 
   now(): number {
     return this.t;
   }
 
+  /** Resolves once a timer is pending (at once if one is): the code under test has reached its wait. An event, not a time. */
+  timerSet(): Promise<void> {
+    return this.timers.length > 0 ? Promise.resolve() : new Promise((r) => this.onTimer.push(r));
+  }
+
   after(ms: number, fn: () => void): () => void {
     const id = this.nextId++;
     this.timers.push({ at: this.t + Math.max(0, ms), fn, id });
+    for (const r of this.onTimer.splice(0)) r();
     return () => {
       this.timers = this.timers.filter((timer) => timer.id !== id);
     };
@@ -36,6 +43,11 @@ export class ManualClock implements Clock {
 
   pending(): number {
     return this.timers.length;
+  }
+
+  /** How long until the earliest pending timer is due, or null when none is. */
+  dueIn(): number | null {
+    return this.timers.length === 0 ? null : Math.min(...this.timers.map((timer) => timer.at)) - this.t;
   }
 }
 

@@ -10,19 +10,6 @@ export type Driver = "pg" | "neon";
 /** The core suite runs through both database drivers. */
 export const drivers: Driver[] = ["pg", "neon"];
 
-/**
- * Ends the leases of the running jobs on `queue` now, as if they had run
- * out, by moving their stored expiry into the past: a test of what follows
- * a lost lease need not wait one out (leases are at least MIN_LEASE_MS).
- */
-export async function expireLeases(t: { admin: Pool; schema: string }, queue: string, id?: string): Promise<void> {
-  await t.admin.query(
-    `update "${t.schema}".jobs set lease_expires_at = now() - interval '1 millisecond'
-     where queue = $1 and status = 'running' and ($2::bigint is null or id = $2::bigint)`,
-    [queue, id ?? null],
-  );
-}
-
 export function databaseUrl(): string {
   return inject("databaseUrl");
 }
@@ -77,4 +64,17 @@ export async function createOwnDatabase(): Promise<{ url: string; name: string; 
       await server.end();
     },
   };
+}
+
+/**
+ * Time moved in the database instead of waited for: the running jobs that
+ * match `where` (SQL on `jobs`, with `values`) get a lease that ran out 1 ms
+ * ago, as if their runner had died and the lease had passed. Returns how many.
+ */
+export async function expireLeases(t: TestDb, where: string, values: unknown[] = []): Promise<number> {
+  const { rowCount } = await t.admin.query(
+    `update "${t.schema}".jobs set lease_expires_at = now() - interval '1 millisecond' where status = 'running' and (${where})`,
+    values,
+  );
+  return rowCount ?? 0;
 }
