@@ -215,6 +215,8 @@ const MUST_USE_REAL_TIME: Record<string, string> = {
   "edge-invariants.test.ts": "the edge runner in workerd, whose timers are its own",
   "faults.test.ts": "worker processes SIGKILLed, Postgres restarted, connections cut or silent (the drivers' real timeouts)",
   "fault-proxy.test.ts": "the TCP fault proxy itself: cuts and stalls of real connections",
+  "lease-faults.test.ts": "1 s leases through a proxy that cuts and silences real connections (the drivers' real timeouts)",
+  "write-deadline.test.ts": "one case: a real connection gone silent behind the fault proxy, abandoned at its write deadline",
   "limits-faults.test.ts": "worker processes SIGKILLed at random moments",
   "step-deaths.test.ts": "worker processes SIGKILLed at random moments mid-step",
   "fair-shapes.test.ts": "fairness measured as the time a small tenant waits beside handlers of real durations",
