@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startFaultProxy, type FaultProxy } from "./support/fault-proxy.ts";
+import { proxyInFront, type FaultProxy } from "./support/fault-proxy.ts";
 
 /** The fault proxy itself, in front of the suite's Postgres: each fault does what it says. */
 
@@ -20,11 +20,7 @@ describe("the fault proxy", () => {
     return c;
   };
   beforeAll(async () => {
-    const target = new URL(inject("databaseUrl"));
-    proxy = await startFaultProxy({ target: { host: target.hostname, port: Number(target.port || 5432) } });
-    target.hostname = proxy.host;
-    target.port = String(proxy.port);
-    url = target.toString();
+    ({ proxy, url } = await proxyInFront(inject("databaseUrl")));
   });
   afterAll(async () => {
     for (const c of clients) await within(c.end(), 200).catch(() => {});

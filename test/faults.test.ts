@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startEmbeddedPostgres, type RunningPostgres } from "../dev/embedded-postgres.ts";
-import { startFaultProxy, type FaultProxy } from "./support/fault-proxy.ts";
+import { proxyInFront, type FaultProxy } from "./support/fault-proxy.ts";
 import { runFaultScenario, type FaultRunResult } from "./support/fault-run.ts";
 import { z } from "zod";
 import { createPgPool } from "../shared/db/drivers/pg.ts";
@@ -80,11 +80,7 @@ describe("the runner through a faulty network", () => {
   let workerUrl: string;
   const adminUrl = inject("databaseUrl");
   beforeAll(async () => {
-    const target = new URL(adminUrl);
-    proxy = await startFaultProxy({ target: { host: target.hostname, port: Number(target.port || 5432) } });
-    target.hostname = proxy.host;
-    target.port = String(proxy.port);
-    workerUrl = target.toString();
+    ({ proxy, url: workerUrl } = await proxyInFront(adminUrl));
   });
   afterAll(() => proxy?.close());
 
@@ -153,11 +149,8 @@ describe("the runner whose database goes silent (pg driver)", () => {
 
   it("gives up cleanly when its database goes silent for good: no handler left running, unstarted jobs uncharged", async () => {
     const queue = "silent-db";
-    const url = new URL(databaseUrl());
-    const proxy = await startFaultProxy({ target: { host: url.hostname, port: Number(url.port || 5432) } });
-    url.hostname = proxy.host;
-    url.port = String(proxy.port);
-    const pool = createPgPool(url.toString(), { max: 4, queryTimeoutMs: 300, connectTimeoutMs: 300 });
+    const { proxy, url } = await proxyInFront(databaseUrl());
+    const pool = createPgPool(url, { max: 4, queryTimeoutMs: 300, connectTimeoutMs: 300 });
     let running = 0;
     let ended = 0;
     const slow = defineJob({

@@ -9,7 +9,7 @@ import { systemClock } from "../shared/runner/clock.ts";
 import { Completer, type Held, type SettleReport } from "../shared/runner/completer.ts";
 import { ManualClock } from "./support/clock.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
-import { startFaultProxy, type FaultProxy } from "./support/fault-proxy.ts";
+import { proxyInFront, type FaultProxy } from "./support/fault-proxy.ts";
 import { MemoryDb } from "./support/memory-db.ts";
 
 /**
@@ -89,11 +89,7 @@ describe("the per-write deadline on a real connection gone silent", () => {
   let url: string;
   beforeAll(async () => {
     db = await createTestDb("pg", 2);
-    const target = new URL(inject("databaseUrl"));
-    proxy = await startFaultProxy({ target: { host: target.hostname, port: Number(target.port || 5432) } });
-    target.hostname = proxy.host;
-    target.port = String(proxy.port);
-    url = target.toString();
+    ({ proxy, url } = await proxyInFront(inject("databaseUrl")));
   });
   afterAll(async () => {
     await db?.drop();

@@ -261,3 +261,12 @@ export function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy>
     });
   });
 }
+
+/** A fault proxy in front of the Postgres at `url`, and the URL that goes through it. */
+export async function proxyInFront(url: string): Promise<{ proxy: FaultProxy; url: string }> {
+  const target = new URL(url);
+  const proxy = await startFaultProxy({ target: { host: target.hostname, port: Number(target.port || 5432) } });
+  target.hostname = proxy.host;
+  target.port = String(proxy.port);
+  return { proxy, url: target.toString() };
+}
