@@ -3,6 +3,7 @@ import { enqueue, enqueueClaimed } from "../jobs/enqueue.ts";
 import { chosenFlowControl } from "../jobs/flow-control.ts";
 import type { EnqueueOptions, JobContext, JobType } from "../jobs/job.ts";
 import type { RunnerParts } from "./parts.ts";
+import { buffered } from "./producer.ts";
 
 /**
  * A handler's `ctx.enqueue`: follow-up jobs. One this runner can start now,
@@ -25,7 +26,7 @@ export function follower(r: RunnerParts): JobContext["enqueue"] {
       const sentAt = clock.now();
       const job = await enqueueClaimed(options.store, { type, payload, options: opts }, options.runnerId, options.limits);
       r.tally.claimed(1);
-      producer.handOff({ job, deadline: sentAt + job.leaseMs, at: 0, outcome: undefined });
+      producer.handOff(buffered(job, sentAt));
       r.slots.pump();
       return { id: job.id, existing: false };
     }

@@ -83,8 +83,8 @@ export class Producer {
         this.suspectsSeen = suspectsWaiting;
         this.suspectCheckAt = this.o.clock.now() + SUSPECT_CHECK_MS;
       }
-      for (const job of jobs) if (job.rated) this.buffer.push({ job, deadline: sentAt + job.leaseMs, at: 0, outcome: undefined });
-      for (const job of jobs) if (!job.rated) this.buffer.push({ job, deadline: sentAt + job.leaseMs, at: 0, outcome: undefined });
+      for (const job of jobs) if (job.rated) this.buffer.push(buffered(job, sentAt));
+      for (const job of jobs) if (!job.rated) this.buffer.push(buffered(job, sentAt));
       if (jobs.length > 0) return jobs;
     }
     return [];
@@ -175,3 +175,6 @@ export class Producer {
 
 /** How long a buffered job may wait for a slot and still start on its claim's lease: a quarter of it, at most 2 s. */
 export const maxBufferedMs = (leaseMs: number) => Math.min(MAX_SETTLE_MARGIN_MS, Math.floor(leaseMs / 4));
+
+/** A job claimed (or inserted claimed) at `sentAt`, as the buffer holds it: every field present from the start, one shape for all. */
+export const buffered = (job: ClaimedJob, sentAt: number): Buffered => ({ job, deadline: sentAt + job.leaseMs, at: 0, outcome: undefined });
