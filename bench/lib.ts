@@ -38,7 +38,10 @@ export interface Lib {
 
 /** What a worker child reports after executing a queued batch. */
 export interface ExecResult {
+  /** From the worker's start call to its first handler's start: the same event for every library. */
   startup_ms: number;
+  /** A peer's own "started" moment (its start call returning), before its first job; Leasehold has no separate one. */
+  ready_ms?: number;
   handlers_done_ms: number;
   exec_ms: number;
   jobs_per_s: number;

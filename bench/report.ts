@@ -116,7 +116,7 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
       { label: "Scale-out, 8 processes × 10 slots, jobs/s", phase: "scale-out", metric: "jobs_per_s_p8", digits: 0, better: "higher" },
       { label: "Execute worker peak RSS, MiB", phase: "batch-execute", metric: "peak_rss_mib", digits: 1, better: "lower" },
       { label: "Hop worker peak RSS, MiB", phase: "hop", metric: "peak_rss_mib", digits: 1, better: "lower" },
-      { label: "Worker start-up, ms", phase: "batch-execute", metric: "startup_ms", digits: 1, better: "lower" },
+      { label: "Worker start-up to its first job, ms", phase: "batch-execute", metric: "startup_ms", digits: 1, better: "lower" },
     ]),
     "",
   );
