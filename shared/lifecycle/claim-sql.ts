@@ -54,12 +54,12 @@ with recursive after_start(g) as (
           order by j.fair_group limit 1)
   from up_to_start u where u.g is not null
 ), groups as (
-  select g, row_number() over () as turn from (
+  select listed.g, listed.turn from unnest(array(
     select g from after_start where g is not null
     union all
     select g from up_to_start where g is not null
     limit $2::integer + 1
-  ) listed
+  )) with ordinality as listed(g, turn)
 ), first_pass as (
   select c.*, gr.turn from groups gr cross join lateral (
     select ${CANDIDATE_COLUMNS(rated)}, row_number() over () as nth from (

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import type { Queryable } from "../shared/db/db.ts";
+import { sql } from "../shared/db/db.ts";
+import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
+import { CLAIMS } from "../shared/lifecycle/claim-sql.ts";
+import { MAX_PREFETCH } from "../shared/runner/prefetch.ts";
+import { runWorker } from "../shared/runner/worker.ts";
+import { createTestDb, type TestDb } from "./support/db.ts";
+
+/**
+ * Postgres compiles a statement to machine code (JIT) when its estimated cost
+ * passes `jit_above_cost` (100,000 by default, and JIT is on by default):
+ * tens of milliseconds of compiling for a claim that runs in a few. The fair
+ * claim's estimate used to grow with the table (a guessed 67 groups times
+ * each group's share), so behind a backlog of later jobs every fair claim
+ * paid about 80 ms of JIT (issue 24: execute behind 1,000,000 later jobs ran
+ * at 0.72× the 10,000 figure). Every statement the runner and a large
+ * enqueue send must stay well below that line, behind a big table, at the
+ * largest batch the runner asks for.
+ */
+
+const BACKLOG = 200_000;
+const queue = "costs";
+const payload = z.object({ i: z.number().int() });
+const plain = defineJob({ name: "plain", schema: payload, queue, handler: () => {} });
+
+describe(`statements planned behind ${BACKLOG.toLocaleString("en-US")} later jobs stay far below the JIT threshold`, () => {
+  let t: TestDb;
+  let ceiling: number;
+  const sent: { text: string; values: unknown[] }[] = [];
+  /** The store's pool, recording every statement sent through it. */
+  const recording = (pool: Queryable): Queryable => ({
+    ...pool,
+    query: ((text: string, values?: unknown[]) => (sent.push({ text, values: values ?? [] }), pool.query(text, values))) as Queryable["query"],
+  });
+  const cost = async (text: string, values: unknown[]) => {
+    const { rows } = await t.admin.query<{ "QUERY PLAN": { Plan: { "Total Cost": number } }[] }>(`explain (format json) ${text}`, values);
+    return rows[0]!["QUERY PLAN"][0]!.Plan["Total Cost"];
+  };
+
+  beforeAll(async () => {
+    t = await createTestDb("pg", 4);
+    // In slices of 20,000 rows: each insert stays well inside the pool's query timeout on a loaded host.
+    for (let from = 1; from <= BACKLOG; from += 20_000) {
+      await t.admin.query(
+        `insert into "${t.schema}".jobs (queue, name, payload, run_at, max_attempts, lease_ms, backoff_ms)
+         select $1::text, 'plain', jsonb_build_object('i', g), now() + interval '1 hour' + g * interval '50 milliseconds', 3, 30000, 1000
+         from generate_series($2::int, $3::int) g`,
+        [queue, from, Math.min(BACKLOG, from + 19_999)]);
+    }
+    await t.admin.query(`analyze "${t.schema}".jobs`);
+    ceiling = Number((await t.admin.query<{ c: string }>("select current_setting('jit_above_cost') as c")).rows[0]!.c) / 4;
+  }, 120_000);
+  afterAll(() => t.drop());
+
+  it("every claim, at the largest batch a runner asks for (fair, plain, suspects; with and without limits)", async () => {
+    const costs: Record<string, number> = {};
+    for (const [pick, variants] of Object.entries(CLAIMS)) {
+      for (const [limits, text] of Object.entries(variants)) {
+        // $6 and $7 as a fair claim after one group sends them: the whole batch is that group's share.
+        const values = [queue, MAX_PREFETCH, 60_000, "r", null, "", pick === "fair" ? MAX_PREFETCH : null, ...(limits === "rated" ? [MAX_PREFETCH] : [])];
+        costs[`${pick}/${limits}`] = await cost(sql(t.schema, text), values);
+      }
+    }
+    expect(Object.keys(costs)).toHaveLength(9);
+    expect(Object.entries(costs).filter(([, c]) => c > ceiling)).toEqual([]);
+  });
+
+  it("every statement of a 10,000-job enqueue and of a runner draining 3,000 ready jobs", async () => {
+    const store = { db: recording(t.db), schema: t.schema };
+    await enqueueJobs(store, Array.from({ length: 3_000 }, (_, i) => job(plain, { i })));
+    const enqueued = sent.length;
+    await t.admin.query(`analyze "${t.schema}".jobs`);
+    const summary = await runWorker({
+      linger: "fixed", store, registry: createRegistry([plain]), queues: [queue], runnerId: "w", slots: 20, idleMs: 100, pollMs: 20,
+    });
+    expect(summary.succeeded).toBe(3_000);
+    const byRunner = sent.splice(0).slice(enqueued);
+    expect(byRunner.length).toBeGreaterThan(1);
+    // The enqueue of 10,000 is explained, not run: only its plan is in question.
+    const batch = Array.from({ length: 10_000 }, (_, i) => job(plain, { i }));
+    const spy = { db: { ...t.db, query: ((text: string, values?: unknown[]) => (sent.push({ text, values: values ?? [] }), Promise.reject(new Error("explained only")))) as Queryable["query"] }, schema: t.schema };
+    await expect(enqueueJobs(spy, batch)).rejects.toThrow("explained only");
+    expect(enqueued).toBeGreaterThan(0);
+    expect(sent.length).toBeGreaterThan(0);
+    const over: string[] = [];
+    for (const { text, values } of [...sent, ...byRunner]) {
+      const c = await cost(text, values);
+      if (c > ceiling) over.push(`${Math.round(c)}: ${text.replace(/\s+/g, " ").slice(0, 80)}`);
+    }
+    expect(over).toEqual([]);
+  });
+});
