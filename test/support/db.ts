@@ -78,3 +78,26 @@ export async function expireLeases(t: TestDb, where: string, values: unknown[] =
   );
   return rowCount ?? 0;
 }
+
+/**
+ * Time moved in the database instead of waited for: the jobs that match
+ * `where` (SQL on `jobs`, with `values`) get their stored times (created_at,
+ * run_at, debounce_deadline) `ms` earlier, and so do the ends of the throttle
+ * windows they stand in, as if `ms` had passed with nothing else happening.
+ * Returns how many jobs.
+ */
+export async function passTime(t: TestDb, ms: number, where = "true", values: unknown[] = []): Promise<number> {
+  const by = `($${values.length + 1}::float8 * interval '1 millisecond')`;
+  const { rows } = await t.admin.query<{ n: number }>(
+    `with moved as (
+       update "${t.schema}".jobs set created_at = created_at - ${by}, run_at = run_at - ${by},
+         debounce_deadline = debounce_deadline - ${by}
+       where (${where}) returning id
+     ), windows as (
+       update "${t.schema}".throttle_windows set window_ends_at = window_ends_at - ${by} where job_id in (select id from moved)
+     )
+     select count(*)::integer as n from moved`,
+    [...values, ms],
+  );
+  return rows[0]!.n;
+}
