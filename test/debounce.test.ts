@@ -9,12 +9,10 @@ import { failJobs } from "../shared/lifecycle/settle.ts";
 import { countReady, pruneJobs } from "../shared/observe/stats.ts";
 import { nextDue } from "../shared/scheduler/due.ts";
 import { runWorker } from "../shared/runner/worker.ts";
-import { createPool, createTestDb, drivers, type TestDb } from "./support/db.ts";
+import { createPool, createTestDb, drivers, passTime, type TestDb } from "./support/db.ts";
 
 /** Every handler start, as the handlers saw it: job id and the payload it got. */
 type Start = { id: string; n: number };
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function jobTypes(starts: Start[]) {
   const record = (payload: { n: number }, ctx: { jobId: string }) => void starts.push({ id: ctx.jobId, n: payload.n });
@@ -25,7 +23,7 @@ function jobTypes(starts: Start[]) {
 }
 
 /** Runs the flow queue's due jobs until nothing has been claimable for `idleMs`. */
-const drain = (t: Store, registry: ReturnType<typeof createRegistry>, idleMs = 3_000) =>
+const drain = (t: Store, registry: ReturnType<typeof createRegistry>, idleMs = 1_000) =>
   runWorker({ linger: "fixed", store: t, registry, queues: ["flow"], runnerId: "drain", slots: 8, remainingMs: () => 600_000, idleMs, pollMs: 100 });
 
 describe.each(drivers)("debounce and throttle under concurrent enqueues, %s driver", (driver) => {
@@ -78,6 +76,8 @@ describe.each(drivers)("debounce and throttle under concurrent enqueues, %s driv
         // The payload is one of this key's enqueues (the last one written).
         expect(calls.map((c) => c.n)).toContain(standing.n);
       }
+      // The period passes in the database: the round's jobs are due now, not a second from now.
+      expect(await passTime(t, 1_000, "name = 'reindex' and payload->>'doc' like $1", [`r${round}-%`])).toBe(jobs.length);
       await drain(t, registry);
       const ran = starts.filter((s) => jobs.some((j) => j.id === s.id));
       expect(ran.map((s) => s.id).sort()).toEqual(jobs.map((j) => j.id).sort());
@@ -103,14 +103,17 @@ describe.each(drivers)("debounce and throttle under concurrent enqueues, %s driv
 
   it("throttle under enqueues spread over several windows: per key, jobs stand at least periodMs apart, and each call got one of its key's jobs", async () => {
     const PERIOD_MS = 2_000;
-    const calls = pools.flatMap((pool, p) =>
-      Array.from({ length: 6 }, async (_, c) => {
-        await sleep(p * 40 + c * 700);
+    const STEP_MS = 700;
+    // Six steps STEP_MS apart, each every pool's enqueue at once; between steps the time passes in the
+    // database (created_at, run_at and the windows' ends move back together), not on the clock.
+    const results: { key: string; result: EnqueuedJob }[] = [];
+    for (let c = 0; c < 6; c++) {
+      if (c > 0) await passTime(t, STEP_MS, "name = 'notify' and payload->>'doc' like 'w-%'");
+      results.push(...(await Promise.all(pools.map(async (pool, p) => {
         const key = `w-k${(p + c) % 2}`;
         return { key, result: await enqueue({ db: pool, schema: t.schema }, types.notify, { doc: key, n: p }, { throttle: { key, periodMs: PERIOD_MS } }) };
-      }),
-    );
-    const results = await Promise.all(calls);
+      }))));
+    }
     const { rows } = await t.admin.query<{ id: string; doc: string; ms: number; window_ms: number }>(
       `select j.id::text, j.payload->>'doc' as doc, extract(epoch from j.created_at) * 1000 as ms,
               extract(epoch from w.window_ends_at - j.created_at) * 1000 as window_ms
@@ -119,6 +122,8 @@ describe.each(drivers)("debounce and throttle under concurrent enqueues, %s driv
     for (const key of ["w-k0", "w-k1"]) {
       const jobs = rows.filter((r) => r.doc === key);
       expect(jobs.length).toBeGreaterThanOrEqual(2); // the calls span more than one window
+      // Steps at 0, 0.7, 1.4, 2.1, 2.8 and 3.5 s: a window at 0 and one at 2.1.
+      expect(jobs).toHaveLength(2);
       for (let i = 1; i < jobs.length; i++) expect(jobs[i]!.ms - jobs[i - 1]!.ms).toBeGreaterThanOrEqual(PERIOD_MS);
       const mine = results.filter((r) => r.key === key);
       expect(mine.filter((r) => !r.result.existing)).toHaveLength(jobs.length);
@@ -153,7 +158,10 @@ describe("debounce and throttle, one connection", () => {
     expect(a.run_ms - a.created_ms).toBeCloseTo(10_000, 3);
     expect(a.deadline_ms - a.created_ms).toBeCloseTo(14_000, 3);
 
-    await sleep(1_500);
+    // 1.5 s pass (in the database: the job's times move back).
+    await passTime(t, 1_500, "id = $1::bigint", [first.id]);
+    const a2 = await read(first.id);
+    expect(a2.run_ms - a2.created_ms).toBeCloseTo(10_000, 3);
     const before = await dbNowMs();
     const second = await enqueue(t, types.reindex, { doc: "d", n: 2 }, { debounce });
     const after = await dbNowMs();
@@ -162,7 +170,7 @@ describe("debounce and throttle, one connection", () => {
     expect(b.n).toBe(2);
     expect(b.run_ms).toBeGreaterThanOrEqual(before + 10_000);
     expect(b.run_ms).toBeLessThanOrEqual(after + 10_000);
-    expect(b.run_ms - a.run_ms).toBeGreaterThanOrEqual(1_000);
+    expect(b.run_ms - a2.run_ms).toBeGreaterThanOrEqual(1_000);
 
     // A shorter period on a later enqueue does not bring the start forward.
     await enqueue(t, types.reindex, { doc: "d", n: 3 }, { debounce: { ...debounce, periodMs: 1_000 } });
@@ -171,10 +179,12 @@ describe("debounce and throttle, one connection", () => {
     expect(c.run_ms).toBe(b.run_ms);
 
     // 4.5 s after the first enqueue, another 10 s would pass the 14 s deadline: the deadline holds.
-    await sleep(Math.max(0, a.created_ms + 4_500 - (await dbNowMs())));
+    await passTime(t, 3_000, "id = $1::bigint", [first.id]);
+    const shifted = await read(first.id);
+    expect(await dbNowMs()).toBeGreaterThanOrEqual(shifted.created_ms + 4_500);
     await enqueue(t, types.reindex, { doc: "d", n: 4 }, { debounce });
     const d = await read(first.id);
-    expect(d.run_ms).toBeCloseTo(a.created_ms + 14_000, 3);
+    expect(d.run_ms).toBeCloseTo(shifted.created_ms + 14_000, 3);
     expect(d.n).toBe(4);
     const { rows } = await t.admin.query(`select 1 from "${t.schema}".jobs where debounce_key = 'doc-1'`);
     expect(rows).toHaveLength(1);
@@ -186,17 +196,20 @@ describe("debounce and throttle, one connection", () => {
     const { id } = await enqueue(t, types.reindex, { doc: "due", n: 1 }, { debounce });
     const first = await read(id);
     expect((await nextDue(t, can)).laterAt!.getTime()).toBeCloseTo(first.run_ms, -1);
-    await sleep(2_000);
+    // 2 s pass, in the database.
+    await passTime(t, 2_000, "id = $1::bigint", [id]);
+    const old = await read(id);
     await enqueue(t, types.reindex, { doc: "due", n: 2 }, { debounce });
     const moved = await read(id);
-    expect(moved.run_ms - first.run_ms).toBeGreaterThanOrEqual(1_500);
+    expect(moved.run_ms - old.run_ms).toBeGreaterThanOrEqual(1_500);
     // At the old start (what a scheduler that watched it wakes to), with startLeadMs of 1 s: nothing to start a runner for.
-    await sleep(Math.max(0, first.run_ms - (await dbNowMs())));
+    await passTime(t, Math.max(0, old.run_ms - (await dbNowMs())), "id = $1::bigint", [id]);
+    const atOld = await read(id);
     expect(await countReady(t, can, 100, 1_000)).toBe(0);
     const due = await nextDue(t, can);
-    expect(due.laterAt!.getTime()).toBeCloseTo(moved.run_ms, -1);
+    expect(due.laterAt!.getTime()).toBeCloseTo(atOld.run_ms, -1);
     // At the new start it is ready.
-    await sleep(Math.max(0, moved.run_ms - (await dbNowMs())));
+    await passTime(t, Math.max(0, atOld.run_ms - (await dbNowMs())), "id = $1::bigint", [id]);
     expect(await countReady(t, can, 100)).toBe(1);
     await t.admin.query(`update "${t.schema}".jobs set status = 'cancelled' where id = $1::bigint`, [id]);
   });
@@ -230,7 +243,8 @@ describe("debounce and throttle, one connection", () => {
     expect(second).toEqual({ id: first.id, existing: true, throttled: true });
     const a = await read(first.id);
     expect(a.n).toBe(1);
-    await sleep(Math.max(0, a.created_ms + 2_500 - (await dbNowMs())));
+    // 2.5 s pass, in the database: the window has ended.
+    await passTime(t, 2_500, "id = $1::bigint", [first.id]);
     const third = await enqueue(t, types.notify, { doc: "t", n: 3 }, { throttle });
     expect(third.existing).toBe(false);
     expect(third.id).not.toBe(first.id);

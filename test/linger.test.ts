@@ -2,13 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { enqueue } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
-import { systemClock } from "../shared/runner/clock.ts";
 import { Linger } from "../shared/runner/linger.ts";
 import { runWorker } from "../shared/runner/worker.ts";
 import { ManualClock } from "./support/clock.ts";
-import { createTestDb, type TestDb } from "./support/db.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { createTestDb, driveOnClock, watchedStore, type TestDb } from "./support/db.ts";
 
 describe("the adaptive linger (pure policy, injected clock)", () => {
   const make = () => {
@@ -85,58 +82,82 @@ describe("a runner's linger and what it leaves behind (pg)", () => {
 
   const quick = defineJob({ name: "linger.quick", schema: z.object({}), queue: "linger", leaseMs: 5_000, handler: () => {} });
 
+  // The runners run on a ManualClock, moved to each runner's next timer whenever it rests (no query in flight).
+
   it("an isolated job's runner leaves after about one poll instead of its whole idle time", async () => {
+    const clock = new ManualClock();
+    const { store, atRest } = watchedStore(t);
     await enqueue(t, quick, {});
-    const started = Date.now();
-    const summary = await runWorker({
-      store: t, registry: createRegistry([quick]), queues: ["linger"], runnerId: "iso", slots: 4, idleMs: 2_000, pollMs: 50, linger: "adaptive",
-    });
+    const started = clock.now();
+    const summary = await driveOnClock(clock, atRest, runWorker({
+      store, clock, registry: createRegistry([quick]), queues: ["linger"], runnerId: "iso", slots: 4, idleMs: 2_000, pollMs: 50, linger: "adaptive",
+    }));
     expect(summary.succeeded).toBe(1);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(clock.now() - started).toBeLessThan(1_000);
     // The same with a fixed linger stays its idle time.
     await enqueue(t, quick, {});
-    const fixedStart = Date.now();
-    await runWorker({ linger: "fixed", store: t, registry: createRegistry([quick]), queues: ["linger"], runnerId: "fixed", slots: 4, idleMs: 2_000, pollMs: 50 });
-    expect(Date.now() - fixedStart).toBeGreaterThanOrEqual(2_000);
+    const fixedStart = clock.now();
+    await driveOnClock(clock, atRest, runWorker({
+      linger: "fixed", store, clock, registry: createRegistry([quick]), queues: ["linger"], runnerId: "fixed", slots: 4, idleMs: 2_000, pollMs: 50,
+    }));
+    expect(clock.now() - fixedStart).toBeGreaterThanOrEqual(2_000);
   });
 
   it("a steady stream keeps a runner whose environment has seen it, which leaves soon after the stream stops", async () => {
     const queued = async () =>
       (await t.admin.query(`select 1 from "${t.schema}".jobs where queue = 'linger' and status = 'queued'`)).rowCount! > 0;
-    /** One job every 250 ms; a runner is invoked whenever a job waits and none runs (a wake-up); returns the invocations. */
-    const stream = async (linger: () => Linger | "adaptive") => {
-      let feeding = true;
-      let stopAt = 0;
-      const feed = (async () => {
-        for (let i = 0; i < 8; i++) {
-          await enqueue(t, quick, {});
-          await sleep(250);
-        }
-        stopAt = Date.now();
-        feeding = false;
-      })();
+    /**
+     * One job every 250 ms on `clock`; a runner (on `clock`) is invoked whenever a job waits and none
+     * runs (a wake-up); returns the invocations. Whenever the runner rests, the clock moves to the
+     * next arrival or the runner's next timer, whichever is first.
+     */
+    const stream = async (clock: ManualClock, linger: () => Linger | "adaptive") => {
+      const GAP_MS = 250;
+      const JOBS = 8;
+      const { store, atRest } = watchedStore(t);
+      const begun = clock.now();
+      let fed = 0;
+      let runner: Promise<void> | null = null;
+      let failure: unknown = null;
       let invocations = 0;
       let succeeded = 0;
       let lastExit = 0;
-      while (feeding || (await queued())) {
-        if (!(await queued())) {
-          await sleep(10);
+      for (;;) {
+        await atRest();
+        if (failure) throw failure;
+        if (fed < JOBS && clock.now() >= begun + fed * GAP_MS) {
+          await enqueue(t, quick, {});
+          fed++;
           continue;
         }
-        invocations++;
-        const summary = await runWorker({
-          store: t, registry: createRegistry([quick]), queues: ["linger"], runnerId: `stream-${invocations}`, slots: 4,
-          idleMs: 2_000, pollMs: 20, linger: linger(),
-        });
-        succeeded += summary.succeeded;
-        lastExit = Date.now();
+        if (!runner && (await queued())) {
+          invocations++;
+          runner = runWorker({
+            store, clock, registry: createRegistry([quick]), queues: ["linger"], runnerId: `stream-${invocations}`, slots: 4,
+            idleMs: 2_000, pollMs: 20, linger: linger(),
+          }).then(
+            (summary) => {
+              succeeded += summary.succeeded;
+              lastExit = clock.now();
+              runner = null;
+            },
+            (err: unknown) => void (failure = err),
+          );
+          continue;
+        }
+        if (!runner && fed === JOBS) break;
+        const step = Math.min(fed < JOBS ? begun + fed * GAP_MS - clock.now() : Infinity, clock.dueIn() ?? Infinity);
+        if (step === Infinity) throw new Error("a runner neither queries nor waits on its clock");
+        await clock.advance(step);
       }
-      await feed;
+      // The feed stops a gap after its last job.
+      const stopAt = begun + JOBS * GAP_MS;
       return { invocations, succeeded, lingeredAfterStop: lastExit - stopAt };
     };
-    const fresh = await stream(() => "adaptive");
-    const shared = new Linger(systemClock, { minMs: 20, maxMs: 2_000 });
-    const remembered = await stream(() => shared);
+    const fresh = await stream(new ManualClock(), () => "adaptive");
+    const clock = new ManualClock();
+    const shared = new Linger(clock, { minMs: 20, maxMs: 2_000 });
+    const remembered = await stream(clock, () => shared);
     expect(fresh.succeeded).toBe(8);
     expect(remembered.succeeded).toBe(8);
     // Alone, each runner sees one arrival and leaves: one invocation per job.
@@ -162,10 +183,12 @@ describe("a runner's linger and what it leaves behind (pg)", () => {
     });
     await enqueue(t, later, {});
     await enqueue(t, soon, {});
-    const summary = await runWorker({
-      linger: "fixed",
-      store: t, registry: createRegistry([later, soon]), queues: ["linger-retry"], runnerId: "left", slots: 4, idleMs: 300, pollMs: 20,
-    });
+    const clock = new ManualClock();
+    const { store, atRest } = watchedStore(t);
+    const summary = await driveOnClock(clock, atRest, runWorker({
+      linger: "fixed", clock,
+      store, registry: createRegistry([later, soon]), queues: ["linger-retry"], runnerId: "left", slots: 4, idleMs: 300, pollMs: 20,
+    }));
     // `soon` was retried and succeeded here; `later` waits 10-20 s with no runner.
     expect(summary).toMatchObject({ failed: 2, succeeded: 1, leftQueued: 1 });
   });
