@@ -227,7 +227,6 @@ const NOT_YET_CONVERTED: Record<string, string> = {
   "debounce.test.ts": "debounce and throttle windows waited out on the database's clock (shift run_at and window_ends_at instead)",
   "linger.test.ts": "a stream of arrivals 250 ms apart and a runner's linger measured in real time (runWorker has a clock; the feed does not)",
   "rate-limits.test.ts": "rate windows waited out, and starts per real second measured (shift rate_windows.starts instead)",
-  "steps.test.ts": "a long job's steps take real time to make it yield (the yield reads the runner's clock; the lease is the database's)",
   "worker.test.ts": "handlers past 200 ms to 1 s leases, a deadline in real time and a sampler's poll (runWorker's clock, with leases moved in step)",
 };
 
