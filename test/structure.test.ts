@@ -227,7 +227,6 @@ const NOT_YET_CONVERTED: Record<string, string> = {
   "debounce.test.ts": "debounce and throttle windows waited out on the database's clock (shift run_at and window_ends_at instead)",
   "linger.test.ts": "a stream of arrivals 250 ms apart and a runner's linger measured in real time (runWorker has a clock; the feed does not)",
   "rate-limits.test.ts": "rate windows waited out, and starts per real second measured (shift rate_windows.starts instead)",
-  "worker.test.ts": "handlers past 200 ms to 1 s leases, a deadline in real time and a sampler's poll (runWorker's clock, with leases moved in step)",
 };
 
 describe("tests wait on an injected clock or moved stored times, not on the real clock", () => {

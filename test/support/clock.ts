@@ -146,9 +146,16 @@ const CALM_TURNS = 10;
  * been in flight for some turns of the event loop, time jumps to the next
  * timer and fires it. With no timer pending it waits for one to be set (or
  * for `work` to end). An event, never a time: however loaded the host, a
- * timer fires only once the round trips before it are answered.
+ * timer fires only once the round trips before it are answered. `moved` is
+ * awaited before each jump, with its length: where the test moves what the
+ * database holds (its leases) in step, or looks at it while the code waits.
  */
-export async function runOn<T>(clock: ManualClock, store: { busy(): boolean; quiet(): Promise<void> }, work: Promise<T>): Promise<T> {
+export async function runOn<T>(
+  clock: ManualClock,
+  store: { busy(): boolean; quiet(): Promise<void> },
+  work: Promise<T>,
+  moved?: (ms: number) => Promise<unknown>,
+): Promise<T> {
   let ended = false;
   const end = work.then(() => void (ended = true), () => void (ended = true));
   for (;;) {
@@ -162,8 +169,12 @@ export async function runOn<T>(clock: ManualClock, store: { busy(): boolean; qui
     }
     if (ended) return work;
     const due = clock.dueIn();
-    if (due === null) await Promise.race([clock.timerSet(), end]);
-    else await clock.advance(due);
+    if (due === null) {
+      await Promise.race([clock.timerSet(), end]);
+      continue;
+    }
+    if (moved && due > 0) await moved(due);
+    await clock.advance(due);
   }
 }
 
