@@ -218,7 +218,6 @@ const MUST_USE_REAL_TIME: Record<string, string> = {
   "lease-faults.test.ts": "1 s leases through a proxy that cuts and silences real connections (the drivers' real timeouts), and the per-write deadline on a real connection gone silent",
   "limits-faults.test.ts": "worker processes SIGKILLed at random moments",
   "step-deaths.test.ts": "worker processes SIGKILLed at random moments mid-step",
-  "fair-shapes.test.ts": "fairness measured as the time a small tenant waits beside handlers of real durations",
 };
 
 /** Files that still sleep but need not (issue 23's remainder), each with what keeps it on the clock. */
