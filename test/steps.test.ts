@@ -13,16 +13,8 @@ import type { Queryable } from "../shared/db/db.ts";
 import { Completer, type SettleReport } from "../shared/runner/completer.ts";
 import { systemClock } from "../shared/runner/clock.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
+import { laterClock, ManualClock, runOn, watched } from "./support/clock.ts";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** The system clock moved by `shiftMs`: the runner's view of a later time. */
-const shiftedClock = (shiftMs: number): Clock => ({
-  now: () => Date.now() + shiftMs,
-  after(ms, fn) {
-    const timer = setTimeout(fn, Math.max(0, ms));
-    return () => clearTimeout(timer);
-  },
-});
 
 describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
   let t: TestDb;
@@ -33,6 +25,11 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
 
   const worker = (types: Parameters<typeof createRegistry>[0], options: { clock?: Clock; idleMs?: number } = {}) =>
     runWorker({ linger: "fixed", store: t, registry: createRegistry(types), queues: ["steps"], runnerId: `w-${driver}`, slots: 2, pollMs: 20, idleMs: 200, ...options });
+  /** The runner on a ManualClock, moved to each of its timers once it waits on nothing else. */
+  const onClock = (clock: ManualClock, types: Parameters<typeof createRegistry>[0]) => {
+    const store = watched(t);
+    return runOn(clock, store, runWorker({ linger: "fixed", store, clock, registry: createRegistry(types), queues: ["steps"], runnerId: `w-${driver}`, slots: 2, pollMs: 20, idleMs: 200 }));
+  };
   const stepRows = async (id: string) =>
     (await t.admin.query<{ seq: number; name: string; attempt: number; result: unknown }>(
       `select seq, name, attempt, result from "${t.schema}".job_steps where job_id = $1 order by seq`, [id],
@@ -185,24 +182,31 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
 
   it("a long job yields between steps when its lease runs short, uncharged, and goes on under a fresh lease", async () => {
     const ran: number[] = [];
+    // Each page takes 250 ms on the runner's clock, which moves only as its timers are reached.
+    // It starts behind the database's, so the run_at a yield writes from it is already due.
+    const clock = new ManualClock(Date.now() - 60_000);
     const long = defineJob({
       name: "long", queue: "steps", leaseMs: 1_200, maxAttempts: 1, schema: z.object({}),
       handler: async (_p, ctx) => {
         let total = 0;
-        for (let i = 0; i < 6; i++) total += await ctx.step(`page ${i}`, async () => (ran.push(i), await sleep(250), i));
+        for (let i = 0; i < 6; i++) total += await ctx.step(`page ${i}`, async () => (ran.push(i), await new Promise<void>((r) => clock.after(250, r)), i));
         return total;
       },
     });
     const { id } = await enqueue(t, long, {});
-    const summary = await worker([long]);
+    const summary = await onClock(clock, [long]);
     const job = await getJob(t, id);
-    // Six pages of 250 ms do not fit one lease of 1.2 s (0.9 s before its signal): the job yielded, and one attempt was enough.
+    // Six pages of 250 ms do not fit one lease of 1.2 s (0.8 s before its signal): the job yielded, and one attempt was enough.
     expect(job).toMatchObject({ status: "succeeded", result: 15, attempts: 1 });
     expect(ran).toEqual([0, 1, 2, 3, 4, 5]);
     const outcomes = job!.attemptHistory.map((a) => a.outcome);
     expect(outcomes.filter((o) => o === "slept").length).toBeGreaterThanOrEqual(1);
     expect(outcomes.at(-1)).toBe("succeeded");
     expect(outcomes.filter((o) => o !== "slept")).toEqual(["succeeded"]);
+    // On the runner's clock the schedule is exact: two pages fit (800 ms left, then 550), a third would not (300 < 2 × 250).
+    expect(job!.attemptHistory.map((a) => a.steps?.filter((s) => !s.replayed).map((s) => s.name))).toEqual([
+      ["page 0", "page 1"], ["page 2", "page 3"], ["page 4", "page 5"],
+    ]);
     expect(summary.slept).toBe(outcomes.length - 1);
   });
 
@@ -237,7 +241,7 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
     expect(plan.kind).toBe("arm");
     // An hour later (the database's due time reached, the runner's clock moved on).
     await t.admin.query(`update "${t.schema}".jobs set run_at = now() where id = $1`, [id]);
-    await worker([survey], { clock: shiftedClock(60 * 60_000) });
+    await onClock(new ManualClock(Date.now() + 60 * 60_000), [survey]);
     const woke = await getJob(t, id);
     expect(woke).toMatchObject({ status: "succeeded", result: "asked", attempts: 1 });
     expect(ran).toEqual(["receipt", "survey"]);
@@ -249,11 +253,12 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
 
   it("a short sleep wakes through the wake-up plan, with no runner in between, near its due time", async () => {
     let resumedAt = 0;
+    let runner: Clock = systemClock;
     const nap = defineJob({
       name: "nap", queue: "steps", schema: z.object({}),
       handler: async (_p, ctx) => {
         await ctx.sleep(1_500);
-        resumedAt = Date.now();
+        resumedAt = runner.now();
       },
     });
     const { id } = await enqueue(t, nap, {});
@@ -267,8 +272,14 @@ describe.each(drivers)("durable steps and sleeps (%s driver)", (driver) => {
     });
     expect(plan.kind).toBe("sleep");
     if (plan.kind !== "sleep") return;
-    await sleep(plan.untilMs - Date.now());
-    await worker([nap], { idleMs: 2_000 });
+    // The scheduler's sleep passes with no one waiting for it: the database's
+    // due time moves as much closer (the start lead still ahead), and the
+    // runner it starts reads its clock as much later.
+    const sleptMs = plan.untilMs - due.now.getTime();
+    expect(sleptMs).toBeGreaterThan(0);
+    await t.admin.query(`update "${t.schema}".jobs set run_at = run_at - $2 * interval '1 millisecond' where id = $1`, [id, sleptMs]);
+    runner = laterClock(sleptMs);
+    await worker([nap], { clock: runner, idleMs: 2_000 });
     expect((await getJob(t, id))!.status).toBe("succeeded");
     expect(resumedAt - runAt.getTime()).toBeGreaterThanOrEqual(0);
     expect(resumedAt - runAt.getTime()).toBeLessThan(1_000);

@@ -215,18 +215,13 @@ const MUST_USE_REAL_TIME: Record<string, string> = {
   "edge-invariants.test.ts": "the edge runner in workerd, whose timers are its own",
   "faults.test.ts": "worker processes SIGKILLed, Postgres restarted, connections cut or silent (the drivers' real timeouts)",
   "fault-proxy.test.ts": "the TCP fault proxy itself: cuts and stalls of real connections",
-  "lease-faults.test.ts": "1 s leases through a proxy that cuts and silences real connections (the drivers' real timeouts)",
-  "write-deadline.test.ts": "one case: a real connection gone silent behind the fault proxy, abandoned at its write deadline",
+  "lease-faults.test.ts": "1 s leases through a proxy that cuts and silences real connections (the drivers' real timeouts), and the per-write deadline on a real connection gone silent",
   "limits-faults.test.ts": "worker processes SIGKILLed at random moments",
   "step-deaths.test.ts": "worker processes SIGKILLed at random moments mid-step",
-  "fair-shapes.test.ts": "fairness measured as the time a small tenant waits beside handlers of real durations",
 };
 
-/** Files that still sleep but need not (issue 23's remainder), each with what keeps it on the clock. */
-const NOT_YET_CONVERTED: Record<string, string> = {
-  "steps.test.ts": "a long job's steps take real time to make it yield (the yield reads the runner's clock; the lease is the database's)",
-  "worker.test.ts": "handlers past 200 ms to 1 s leases, a deadline in real time and a sampler's poll (runWorker's clock, with leases moved in step)",
-};
+/** Files that still sleep but need not (issue 23's remainder): none left; a file that starts sleeping goes above, with its reason, or not at all. */
+const NOT_YET_CONVERTED: Record<string, string> = {};
 
 describe("tests wait on an injected clock or moved stored times, not on the real clock", () => {
   it("reads a sleep as a sleep, and an injected or zero-delay timer as none (the check itself)", () => {

@@ -7,10 +7,14 @@ import { getJob } from "../shared/observe/admin.ts";
 import { rescueExpiredLeases } from "../shared/lifecycle/rescue.ts";
 import { settleJobs } from "../shared/lifecycle/settle.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
-import { runWorker, type WorkerLog } from "../shared/runner/worker.ts";
+import { runWorker, type WorkerLog, type WorkerOptions } from "../shared/runner/worker.ts";
+import { nextTurn } from "../shared/runner/clock.ts";
+import type { Store } from "../shared/db/db.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
+import { ManualClock, runOn, watched } from "./support/clock.ts";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A handler's work of `ms` on the runner's clock. */
+const work = (clock: ManualClock, ms: number) => new Promise<void>((r) => clock.after(ms, r));
 
 describe.each(drivers)("the runner loop (%s driver)", (driver) => {
   let t: TestDb;
@@ -29,6 +33,30 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
   /** The leases of a queue's running jobs end now, as if their runner had died a lease ago. */
   const expireLeases = (queue: string) =>
     t.admin.query(`update "${t.schema}".jobs set lease_expires_at = now() - interval '1 millisecond' where queue = $1 and status = 'running'`, [queue]);
+  /**
+   * The runner on `clock`, moved to its next timer each time it waits on
+   * nothing else; the leases of `queue`'s running jobs move in step, so the
+   * database's lease is the runner's: each jump brings them as much closer
+   * to their end, less the real time the database saw pass since the last
+   * (a loaded host's slow round trips are not counted twice).
+   * `look` is called each time the clock moves, the runner waiting. A
+   * handler's own queries go through a `watched` store given in, so that the
+   * clock waits for them too.
+   */
+  const onClock = (clock: ManualClock, queue: string, options: Omit<WorkerOptions, "store" | "clock"> & { store?: Store }, look?: () => Promise<void>) => {
+    const given = options.store ?? t;
+    const store = "busy" in given ? (given as ReturnType<typeof watched<Store>>) : watched(given);
+    let last = performance.now();
+    return runOn(clock, store, runWorker({ ...options, store, clock }), async (ms) => {
+      const now = performance.now();
+      await t.admin.query(
+        `update "${t.schema}".jobs set lease_expires_at = lease_expires_at - $2 * interval '1 millisecond' where queue = $1 and status = 'running'`,
+        [queue, ms - (now - last)],
+      );
+      last = now;
+      await look?.();
+    });
+  };
   const attemptsOf = async (queue: string) =>
     (
       await t.admin.query<any>(
@@ -48,7 +76,7 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
       handler: async ({ n }) => {
         peak = Math.max(peak, ++concurrent);
         runs.set(n, (runs.get(n) ?? 0) + 1);
-        await sleep(1);
+        await nextTurn();
         concurrent--;
       },
     });
@@ -120,6 +148,8 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
 
   it("aborts a handler at its lease deadline and records timeout, never a late success", async () => {
     let aborted = 0;
+    let late = 0;
+    const clock = new ManualClock(Date.now());
     const stubborn = defineJob({
       name: "stubborn",
       schema: z.object({ ignoreSignal: z.boolean() }),
@@ -130,12 +160,14 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
       handler: async ({ ignoreSignal }, ctx) => {
         ctx.signal.addEventListener("abort", () => aborted++);
         // Runs past its lease; one of them does not even listen.
-        await sleep(ignoreSignal ? 1_100 : 10_000).then(() => undefined);
+        await work(clock, ignoreSignal ? 1_100 : 10_000);
+        late++;
       },
     });
     await enqueue(t, stubborn, { ignoreSignal: true });
-    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([stubborn]), queues: ["timeout"], runnerId: "w", slots: 2, idleMs: 600, pollMs: 20 });
-    await sleep(700); // let the ignored handler finish late
+    const summary = await onClock(clock, "timeout", { linger: "fixed", registry: createRegistry([stubborn]), queues: ["timeout"], runnerId: "w", slots: 2, idleMs: 600, pollMs: 20 });
+    await clock.advance(1_100); // let the ignored handlers finish late
+    expect(late).toBe(2);
     expect(aborted).toBe(2);
     expect(summary).toMatchObject({ timedOut: 2, succeeded: 0 });
     expect((await attemptsOf("timeout")).map((a) => a.outcome)).toEqual(["timeout", "timeout"]);
@@ -193,13 +225,14 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
   });
 
   it("keeps running when follow-ups are enqueued while every slot and the buffer are full", async () => {
-    const child = defineJob({ name: "fanout-child", schema: z.object({}), queue: "fanout", handler: () => sleep(5) });
+    const clock = new ManualClock(Date.now());
+    const child = defineJob({ name: "fanout-child", schema: z.object({}), queue: "fanout", handler: () => work(clock, 5) });
     const parent = defineJob({
       name: "fanout-parent",
       schema: z.object({ n: z.number() }),
       queue: "fanout",
       handler: async (_p, ctx) => {
-        await sleep(20);
+        await work(clock, 20);
         await ctx.enqueue(child, {});
       },
     });
@@ -207,9 +240,9 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     // A loop spinning without awaiting would block every timer, so the
     // watchdog counts loop turns instead: past a million it stops the runner.
     let turns = 0;
-    const outcome = await runWorker({
+    const outcome = await onClock(clock, "fanout", {
       linger: "fixed",
-      store: t, registry: createRegistry([parent, child]), queues: ["fanout"], runnerId: "w", slots: 2, prefetch: 2,
+      registry: createRegistry([parent, child]), queues: ["fanout"], runnerId: "w", slots: 2, prefetch: 2,
       idleMs: 200, pollMs: 20, remainingMs: () => (++turns > 1_000_000 ? 0 : Number.POSITIVE_INFINITY),
     });
     expect(turns).toBeLessThan(10_000);
@@ -220,25 +253,26 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
   it("runs a job whose runner died holding it alone, with nothing beside it", async () => {
     let running = 0;
     let besideSuspect = -1;
-    const work = defineJob({
+    const clock = new ManualClock(Date.now());
+    const isoWork = defineJob({
       name: "iso-work", schema: z.object({ suspect: z.boolean() }), queue: "iso", leaseMs: 5_000, backoffMs: 0, maxAttempts: 2,
       handler: async ({ suspect }) => {
         running++;
         if (suspect) besideSuspect = running - 1;
-        await sleep(80);
+        await work(clock, 80);
         if (suspect) besideSuspect = Math.max(besideSuspect, running - 1);
         running--;
       },
     });
-    const { id } = await enqueue(t, work, { suspect: true });
+    const { id } = await enqueue(t, isoWork, { suspect: true });
     // Its first runner dies: the lease runs out, and with one attempt left the
     // rescuer marks it a suspect.
     const [held] = await claimJobs(t, { queue: "iso", runnerId: "dead-runner", limit: 1, maxLeaseMs: 60_000 });
     await settleJobs(t, { started: [held!] });
     await expireLeases("iso");
     expect((await rescueExpiredLeases(t)).rescued).toBe(1);
-    await enqueueJobs(t, Array.from({ length: 8 }, () => job(work, { suspect: false })));
-    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([work]), queues: ["iso"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 20 });
+    await enqueueJobs(t, Array.from({ length: 8 }, () => job(isoWork, { suspect: false })));
+    const summary = await onClock(clock, "iso", { linger: "fixed", registry: createRegistry([isoWork]), queues: ["iso"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 20 });
     expect(summary.succeeded).toBe(9);
     expect(besideSuspect).toBe(0);
     const { rows } = await t.admin.query(`select suspect, status::text from "${t.schema}".jobs where id = $1`, [id]);
@@ -249,7 +283,8 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     const events: string[] = [];
     let running = 0;
     let besideSuspect = -1;
-    const work = defineJob({
+    const clock = new ManualClock(Date.now());
+    const toldWork = defineJob({
       name: "told-work", schema: z.object({ suspect: z.boolean() }), queue: "told", leaseMs: 1_000, backoffMs: 0, maxAttempts: 2,
       handler: async ({ suspect }) => {
         running++;
@@ -257,22 +292,22 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
           events.push("suspect started");
           besideSuspect = running - 1;
         }
-        await sleep(20);
+        await work(clock, 20);
         running--;
       },
     });
-    const { id } = await enqueue(t, work, { suspect: true });
+    const { id } = await enqueue(t, toldWork, { suspect: true });
     await t.admin.query(`update "${t.schema}".jobs set suspect = true, attempts = 1 where id = $1`, [id]);
-    await enqueueJobs(t, Array.from({ length: 30 }, () => job(work, { suspect: false })));
+    await enqueueJobs(t, Array.from({ length: 30 }, () => job(toldWork, { suspect: false })));
     const watching: Queryable = {
       query: (text: string, values?: unknown[]) => {
         if (/^\s*select exists/.test(text)) events.push("looked for suspects");
         return t.db.query(text, values);
       },
     } as Queryable;
-    const summary = await runWorker({
+    const summary = await onClock(clock, "told", {
       linger: "fixed",
-      store: { db: watching, schema: t.schema }, registry: createRegistry([work]), queues: ["told"], runnerId: "w", slots: 4, idleMs: 200, pollMs: 20,
+      store: { db: watching, schema: t.schema }, registry: createRegistry([toldWork]), queues: ["told"], runnerId: "w", slots: 4, idleMs: 200, pollMs: 20,
     });
     expect(summary.succeeded).toBe(31);
     expect(besideSuspect).toBe(0);
@@ -295,13 +330,14 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
   });
 
   it("gives back claimed jobs it cannot start in time, without charging them", async () => {
-    const slow = defineJob({ name: "slow", schema: z.object({}), queue: "release", leaseMs: 1_000, handler: () => sleep(400) });
+    const clock = new ManualClock(Date.now());
+    const slow = defineJob({ name: "slow", schema: z.object({}), queue: "release", leaseMs: 1_000, handler: () => work(clock, 400) });
     await enqueueJobs(t, Array.from({ length: 10 }, () => job(slow, {})));
-    const deadline = Date.now() + 1_500;
-    const summary = await runWorker({
+    const deadline = clock.now() + 1_500;
+    const summary = await onClock(clock, "release", {
       linger: "fixed",
-      store: t, registry: createRegistry([slow]), queues: ["release"], runnerId: "w", slots: 1, prefetch: 9,
-      remainingMs: () => deadline - Date.now(), idleMs: 100, pollMs: 20,
+      registry: createRegistry([slow]), queues: ["release"], runnerId: "w", slots: 1, prefetch: 9,
+      remainingMs: () => deadline - clock.now(), idleMs: 100, pollMs: 20,
     });
     expect(summary.succeeded).toBeGreaterThanOrEqual(1);
     expect(summary.released).toBeGreaterThanOrEqual(1);
@@ -322,19 +358,21 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     // third jobs wait in the buffer past their margin (the third until 160 ms
     // before its first lease ends).
     const leftAtStart: number[] = [];
+    const clock = new ManualClock(Date.now());
+    const store = watched(t);
     const waited = defineJob({
       name: "waited", schema: z.object({}), queue: "renew", leaseMs: 1_000,
       handler: async (_p, ctx) => {
-        const { rows } = await t.admin.query<{ ms: number }>(
+        const { rows } = await store.db.query<{ ms: number }>(
           `select extract(epoch from lease_expires_at - now()) * 1000 as ms from "${t.schema}".jobs where id = $1`, [ctx.jobId]);
         leftAtStart.push(Number(rows[0]!.ms));
-        await sleep(400);
+        await work(clock, 400);
       },
     });
     await enqueueJobs(t, Array.from({ length: 3 }, () => job(waited, {})));
-    const summary = await runWorker({
+    const summary = await onClock(clock, "renew", {
       linger: "fixed",
-      store: t, registry: createRegistry([waited]), queues: ["renew"], runnerId: "w", slots: 1, prefetch: 2, idleMs: 100, pollMs: 20,
+      store, registry: createRegistry([waited]), queues: ["renew"], runnerId: "w", slots: 1, prefetch: 2, idleMs: 100, pollMs: 20,
     });
     expect(summary).toMatchObject({ claimed: 3, succeeded: 3, released: 0, stale: 0 });
     expect(leftAtStart).toHaveLength(3);
@@ -343,21 +381,17 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
   });
 
   it("holds no more slow jobs than it has slots, leaving the rest for other runners", async () => {
-    const slow = defineJob({ name: "slow-hold", schema: z.object({}), queue: "hold", handler: () => sleep(150) });
+    const clock = new ManualClock(Date.now());
+    const slow = defineJob({ name: "slow-hold", schema: z.object({}), queue: "hold", handler: () => work(clock, 150) });
     await enqueueJobs(t, Array.from({ length: 10 }, () => job(slow, {})));
     let held = 0;
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        const { rows } = await t.admin.query<{ n: number }>(
-          `select count(*)::int as n from "${t.schema}".jobs where queue = 'hold' and status = 'running'`);
-        held = Math.max(held, rows[0]!.n);
-        await sleep(20);
-      }
-    })();
-    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([slow]), queues: ["hold"], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20 });
-    sampling = false;
-    await sampler;
+    // Sampled each time the runner waits on its clock: between its claims and settles, not in the middle of one.
+    const sample = async () => {
+      const { rows } = await t.admin.query<{ n: number }>(
+        `select count(*)::int as n from "${t.schema}".jobs where queue = 'hold' and status = 'running'`);
+      held = Math.max(held, rows[0]!.n);
+    };
+    const summary = await onClock(clock, "hold", { linger: "fixed", registry: createRegistry([slow]), queues: ["hold"], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20 }, sample);
     expect(summary.succeeded).toBe(10);
     // Two running, and at most two more finished but not yet settled; a
     // runner claiming ahead would hold six or more here.
@@ -366,10 +400,11 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
   });
 
   it("exits after its idle period when there is nothing to claim", async () => {
-    const started = Date.now();
-    const summary = await runWorker({ linger: "fixed", store: t, registry: createRegistry([]), queues: ["empty"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 50 });
+    const clock = new ManualClock(Date.now());
+    const started = clock.now();
+    const summary = await onClock(clock, "empty", { linger: "fixed", registry: createRegistry([]), queues: ["empty"], runnerId: "w", slots: 4, idleMs: 300, pollMs: 50 });
     expect(summary.claimed).toBe(0);
-    const took = Date.now() - started;
+    const took = clock.now() - started;
     expect(took).toBeGreaterThanOrEqual(300);
     expect(took).toBeLessThan(5_000);
   });
