@@ -16,6 +16,8 @@ const dated = defineJob({ name: "dated", schema: z.object({ when: z.date() }), h
 const coerced = defineJob({ name: "coerced", schema: z.object({ when: z.coerce.date() }), handler: () => {} });
 /** Accepts 0 but not -0: JSON stores -0 as 0, so only the value as given passes. */
 const notZero = defineJob({ name: "not-zero", schema: z.object({ n: z.number().refine((n) => !Object.is(n, 0), "must not be 0") }), handler: () => {} });
+/** Accepts `{ k: undefined }` as given (the key is there); JSON drops the key, so not as stored. */
+const needsKey = defineJob({ name: "needs-key", schema: z.object({ k: z.any() }), handler: () => {} });
 /** Made without defineJob, so its defaults were never checked. */
 const handMade = { ...anything, name: "hand-made", leaseMs: 1e10 } as JobType;
 
@@ -124,6 +126,7 @@ describe("enqueue refuses what it cannot store exactly, names the field, and wri
     { what: "a payload over 1 MB of JSON", run: () => enqueue(t, anything, { huge }), path: ["payload"], says: /^is 10485\d\d bytes of JSON; at most 1048576 are allowed$/ },
     { what: "a Date for a z.date() field, in a batch", run: () => enqueueJobs(t, [job(anything, 1), job(anything, 2), job(anything, 3), job(dated, { when: new Date() })]), path: ["jobs", 3, "payload", "when"], says: /ISO strings/ },
     { what: "a payload its schema accepts only as given, not as stored", run: () => enqueue(t, notZero, { n: -0 }), path: ["payload", "n"], says: /as stored \(JSON\): must not be 0/ },
+    { what: "a key set to undefined that its schema needs, in a batch (JSON drops it)", run: () => enqueueJobs(t, [job(anything, 1), job(needsKey, { k: undefined })]), path: ["jobs", 1, "payload", "k"], says: /^as stored \(JSON\): / },
     { what: "a lone surrogate in a dedupe key", run: () => enqueue(t, anything, {}, { dedupeKey: "k\ud800" }), path: ["dedupeKey"], says: /lone UTF-16 surrogate/ },
     { what: "a NUL in a dedupe key", run: () => enqueue(t, anything, {}, { dedupeKey: "k\u0000" }), path: ["dedupeKey"], says: /NUL/ },
     { what: "a lone surrogate in a queue", run: () => enqueue(t, anything, {}, { queue: "\udfff" }), path: ["queue"], says: /lone UTF-16 surrogate/ },
