@@ -84,6 +84,28 @@ describe.each(drivers)("enqueue stores exactly what it was given (%s driver)", (
     );
   });
 
+  it("round-trips a batch exactly: every payload, queue and group through the one-statement insert, in order", async () => {
+    // Text an array literal must quote or escape, beside any storable text.
+    const awkward = fc.constantFrom("NULL", "null", " ", "a,b", "{x}", 'say "hi"', "back\\slash", "\\\"", "'");
+    const text = fc.oneof(storableString(1), awkward);
+    const spec = fc.record({ value: storableJson, queue: text, group: fc.option(text, { nil: undefined }) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(spec, { minLength: 2, maxLength: 6 }), async (specs) => {
+        const given = await enqueueJobs(t, specs.map(({ value, queue, group }) => job(loose, { value }, { queue, group })));
+        const { rows } = await t.db.query<{ id: string; payload: unknown; queue: string; group_key: string | null }>(
+          `select id::text, payload, queue, group_key from "${t.schema}".jobs where id = any($1::bigint[]) order by jobs.id`, [given.map((g) => g.id)],
+        );
+        expect(rows.map((r) => r.id)).toEqual(given.map((g) => g.id));
+        rows.forEach((r, i) => {
+          expect(loose.schema.parse(r.payload)).toEqual({ value: specs[i]!.value });
+          expect(r).toMatchObject({ queue: specs[i]!.queue, group_key: specs[i]!.group ?? null });
+        });
+        await t.db.query(`delete from "${t.schema}".jobs where id = any($1::bigint[])`, [given.map((g) => g.id)]);
+      }),
+      { numRuns: driver === "pg" ? 40 : 10 },
+    );
+  });
+
   it("keeps the text \\u0000 (a backslash, then u0000) as text", async () => {
     const text = "before \\u0000 after";
     const { id } = await enqueue(t, loose, { value: text }, { dedupeKey: text });
