@@ -47,3 +47,8 @@ export function numberArray(values: readonly (number | null)[]): string {
   }
   return `${out}}`;
 }
+
+/** A JSON array of values each already JSON text (`json_array_elements($n::json)` takes it apart). */
+export function jsonArray(jsons: readonly string[]): string {
+  return `[${jsons.join(",")}]`;
+}

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { numberArray, textArray } from "../db/arrays.ts";
+import { jsonArray, numberArray, textArray } from "../db/arrays.ts";
 import { sql, type Store } from "../db/db.ts";
 import { INSERT_CLAIMED, INSERT_JOBS, INSERT_JOBS_DEDUPED, INSERT_ONE } from "../lifecycle/enqueue-sql.ts";
 import { ValidationError } from "../errors.ts";
@@ -43,12 +43,12 @@ const values = (r: Row) => [
 
 /** The rows as INSERT_JOBS' parameters: one array literal per column (see shared/db/arrays.ts). */
 const columns = (rows: readonly Row[]) => {
-  const text = (k: "queue" | "name" | "payload" | "group" | "dedupeKey" | "fairGroup" | "concurrencyKey" | "rateKey") =>
+  const text = (k: "queue" | "name" | "group" | "dedupeKey" | "fairGroup" | "concurrencyKey" | "rateKey") =>
     textArray(rows.map((r) => r[k]));
   const number = (k: "priority" | "runAtMs" | "delayMs" | "maxAttempts" | "leaseMs" | "backoffMs" | "concurrencyLimit" | "rateLimit" | "ratePeriodMs") =>
     numberArray(rows.map((r) => r[k]));
   return [
-    text("queue"), text("name"), text("payload"), number("priority"), number("runAtMs"), number("delayMs"),
+    text("queue"), text("name"), jsonArray(rows.map((r) => r.payload)), number("priority"), number("runAtMs"), number("delayMs"),
     number("maxAttempts"), number("leaseMs"), number("backoffMs"), text("group"), text("dedupeKey"),
     text("fairGroup"), text("concurrencyKey"), number("concurrencyLimit"),
     text("rateKey"), number("rateLimit"), number("ratePeriodMs"),
