@@ -161,12 +161,12 @@ async function insertFlowControlled(store: Store, rows: readonly Row[]): Promise
 /** Rows without debounce or throttle. */
 async function insertRows(store: Store, rows: readonly Row[]): Promise<EnqueuedJob[]> {
   if (rows.some((r) => r.dedupeKey !== null)) return insertDeduped(store, rows);
-  const one = rows.length === 1;
-  const { rows: written } = await store.db.query<{ id: string }>(
-    sql(store.schema, one ? INSERT_ONE : INSERT_JOBS),
-    one ? values(rows[0]!) : columns(rows),
-  );
-  return written.map(({ id }) => ({ id, existing: false }));
+  if (rows.length === 1) {
+    const { rows: written } = await store.db.query<{ id: string }>(sql(store.schema, INSERT_ONE), values(rows[0]!));
+    return [{ id: written[0]!.id, existing: false }];
+  }
+  const { rows: [written] } = await store.db.query<{ ids: string }>(sql(store.schema, INSERT_JOBS), columns(rows));
+  return written!.ids.split(",").map((id) => ({ id, existing: false }));
 }
 
 

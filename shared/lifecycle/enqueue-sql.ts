@@ -25,9 +25,18 @@ from unnest($1::text[], $2::text[], array(select e from json_array_elements($3::
   as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk, fg, ck, cl, rk, rl, rp, i)
 order by i`;
 
-/** Without dedupe keys there can be no conflict, and no speculative insertion to pay for. */
-export const INSERT_JOBS = `${COLUMNS}
-returning id::text`;
+/**
+ * Without dedupe keys there can be no conflict, and no speculative insertion
+ * to pay for. The ids come back as one text, in the order given: each row's
+ * id is drawn as it is inserted, in that order, so they ascend with it. One
+ * row back, not one per job: node-postgres reads each row it receives into
+ * an object, 6 ms of a 10,000-job batch.
+ */
+export const INSERT_JOBS = `
+with inserted as (${COLUMNS}
+  returning id
+)
+select string_agg(id::text, ',' order by id) as ids from inserted`;
 
 /**
  * One job without a dedupe key, the commonest enqueue (a route's): the same
