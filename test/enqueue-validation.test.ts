@@ -148,6 +148,7 @@ describe("enqueue refuses what it cannot store exactly, names the field, and wri
     { what: "a payload over 1 MB of JSON", run: () => enqueue(t, anything, { huge }), path: ["payload"], says: /^is 10485\d\d bytes of JSON; at most 1048576 are allowed$/ },
     { what: "a Date for a z.date() field, in a batch", run: () => enqueueJobs(t, [job(anything, 1), job(anything, 2), job(anything, 3), job(dated, { when: new Date() })]), path: ["jobs", 3, "payload", "when"], says: /ISO strings/ },
     { what: "a payload its schema accepts only as given, not as stored", run: () => enqueue(t, notZero, { n: -0 }), path: ["payload", "n"], says: /as stored \(JSON\): must not be 0/ },
+    { what: "a non-enumerable key its schema reads (JSON drops it)", run: () => enqueue(t, needsKey, Object.defineProperty({}, "k", { value: 1, enumerable: false }) as { k: number }), path: ["payload", "k"], says: /^as stored \(JSON\): / },
     { what: "a key set to undefined that its schema needs, in a batch (JSON drops it)", run: () => enqueueJobs(t, [job(anything, 1), job(needsKey, { k: undefined })]), path: ["jobs", 1, "payload", "k"], says: /^as stored \(JSON\): / },
     { what: "a lone surrogate in a dedupe key", run: () => enqueue(t, anything, {}, { dedupeKey: "k\ud800" }), path: ["dedupeKey"], says: /lone UTF-16 surrogate/ },
     { what: "a NUL in a dedupe key", run: () => enqueue(t, anything, {}, { dedupeKey: "k\u0000" }), path: ["dedupeKey"], says: /NUL/ },

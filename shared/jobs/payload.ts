@@ -127,8 +127,8 @@ const exactAncestors: object[] = [];
  * doubt: a false says only "take the careful path", never what is wrong.
  * Not exact (though possibly valid): a key whose value is undefined
  * (dropped), -0 (read back as 0), an object without Object.prototype or an
- * array without Array.prototype (read back with them), an array with keys
- * beside its indexes (dropped).
+ * array without Array.prototype (read back with them), a non-enumerable or
+ * symbol key, or an array's keys beside its indexes (all dropped).
  */
 function exact(value: unknown, depth: number): boolean {
   switch (typeof value) {
@@ -147,21 +147,25 @@ function exact(value: unknown, depth: number): boolean {
   if (depth >= MAX_PAYLOAD_DEPTH || exactAncestors.includes(value)) return false;
   exactAncestors.push(value);
   try {
+    // Own keys beyond the ones JSON writes (symbols, non-enumerable ones a
+    // schema could still read, an array's extra keys) make it not exact.
+    const own = Reflect.ownKeys(value).length;
     if (Array.isArray(value)) {
-      if (Object.getPrototypeOf(value) !== Array.prototype) return false;
-      const keys = Object.keys(value);
-      if (keys.length !== value.length || Object.getOwnPropertySymbols(value).length > 0) return false;
+      // An array's own keys: its indexes (none missing), and `length`.
+      if (Object.getPrototypeOf(value) !== Array.prototype || own !== value.length + 1) return false;
       for (let i = 0; i < value.length; i++) if (!exact(value[i], depth + 1)) return false;
       return true;
     }
-    if (Object.getPrototypeOf(value) !== Object.prototype || Object.getOwnPropertySymbols(value).length > 0) return false;
+    if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+    let enumerable = 0;
     for (const key in value) {
       if (!Object.hasOwn(value, key)) return false;
       if (!storable(key)) return false;
       const v = (value as Record<string, unknown>)[key];
       if (v === undefined || !exact(v, depth + 1)) return false;
+      enumerable++;
     }
-    return true;
+    return enumerable === own;
   } catch {
     return false;
   } finally {
