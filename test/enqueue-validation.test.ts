@@ -16,6 +16,8 @@ const dated = defineJob({ name: "dated", schema: z.object({ when: z.date() }), h
 const coerced = defineJob({ name: "coerced", schema: z.object({ when: z.coerce.date() }), handler: () => {} });
 /** Accepts 0 but not -0: JSON stores -0 as 0, so only the value as given passes. */
 const notZero = defineJob({ name: "not-zero", schema: z.object({ n: z.number().refine((n) => !Object.is(n, 0), "must not be 0") }), handler: () => {} });
+/** Accepts `{ k: undefined }` as given (the key is there); JSON drops the key, so not as stored. */
+const needsKey = defineJob({ name: "needs-key", schema: z.object({ k: z.any() }), handler: () => {} });
 /** Made without defineJob, so its defaults were never checked. */
 const handMade = { ...anything, name: "hand-made", leaseMs: 1e10 } as JobType;
 
@@ -82,6 +84,28 @@ describe.each(drivers)("enqueue stores exactly what it was given (%s driver)", (
     );
   });
 
+  it("round-trips a batch exactly: every payload, queue and group through the one-statement insert, in order", async () => {
+    // Text an array literal must quote or escape, beside any storable text.
+    const awkward = fc.constantFrom("NULL", "null", " ", "a,b", "{x}", 'say "hi"', "back\\slash", "\\\"", "'");
+    const text = fc.oneof(storableString(1), awkward);
+    const spec = fc.record({ value: storableJson, queue: text, group: fc.option(text, { nil: undefined }) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(spec, { minLength: 2, maxLength: 6 }), async (specs) => {
+        const given = await enqueueJobs(t, specs.map(({ value, queue, group }) => job(loose, { value }, { queue, group })));
+        const { rows } = await t.db.query<{ id: string; payload: unknown; queue: string; group_key: string | null }>(
+          `select id::text, payload, queue, group_key from "${t.schema}".jobs where id = any($1::bigint[]) order by jobs.id`, [given.map((g) => g.id)],
+        );
+        expect(rows.map((r) => r.id)).toEqual(given.map((g) => g.id));
+        rows.forEach((r, i) => {
+          expect(loose.schema.parse(r.payload)).toEqual({ value: specs[i]!.value });
+          expect(r).toMatchObject({ queue: specs[i]!.queue, group_key: specs[i]!.group ?? null });
+        });
+        await t.db.query(`delete from "${t.schema}".jobs where id = any($1::bigint[])`, [given.map((g) => g.id)]);
+      }),
+      { numRuns: driver === "pg" ? 40 : 10 },
+    );
+  });
+
   it("keeps the text \\u0000 (a backslash, then u0000) as text", async () => {
     const text = "before \\u0000 after";
     const { id } = await enqueue(t, loose, { value: text }, { dedupeKey: text });
@@ -124,6 +148,8 @@ describe("enqueue refuses what it cannot store exactly, names the field, and wri
     { what: "a payload over 1 MB of JSON", run: () => enqueue(t, anything, { huge }), path: ["payload"], says: /^is 10485\d\d bytes of JSON; at most 1048576 are allowed$/ },
     { what: "a Date for a z.date() field, in a batch", run: () => enqueueJobs(t, [job(anything, 1), job(anything, 2), job(anything, 3), job(dated, { when: new Date() })]), path: ["jobs", 3, "payload", "when"], says: /ISO strings/ },
     { what: "a payload its schema accepts only as given, not as stored", run: () => enqueue(t, notZero, { n: -0 }), path: ["payload", "n"], says: /as stored \(JSON\): must not be 0/ },
+    { what: "a non-enumerable key its schema reads (JSON drops it)", run: () => enqueue(t, needsKey, Object.defineProperty({}, "k", { value: 1, enumerable: false }) as { k: number }), path: ["payload", "k"], says: /^as stored \(JSON\): / },
+    { what: "a key set to undefined that its schema needs, in a batch (JSON drops it)", run: () => enqueueJobs(t, [job(anything, 1), job(needsKey, { k: undefined })]), path: ["jobs", 1, "payload", "k"], says: /^as stored \(JSON\): / },
     { what: "a lone surrogate in a dedupe key", run: () => enqueue(t, anything, {}, { dedupeKey: "k\ud800" }), path: ["dedupeKey"], says: /lone UTF-16 surrogate/ },
     { what: "a NUL in a dedupe key", run: () => enqueue(t, anything, {}, { dedupeKey: "k\u0000" }), path: ["dedupeKey"], says: /NUL/ },
     { what: "a lone surrogate in a queue", run: () => enqueue(t, anything, {}, { queue: "\udfff" }), path: ["queue"], says: /lone UTF-16 surrogate/ },

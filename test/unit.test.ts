@@ -3,6 +3,7 @@ import { z } from "zod";
 import { retryDelayMs } from "../shared/lifecycle/backoff.ts";
 import { MAX_BACKOFF_MS } from "../shared/settings/config.ts";
 import { sql } from "../shared/db/db.ts";
+import { jsonArray, numberArray, textArray } from "../shared/db/arrays.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { decideRescue } from "../shared/lifecycle/rescue.ts";
 import { countEndings, deathSummary } from "../dev/output.ts";
@@ -164,5 +165,26 @@ describe("the dev stack's death line", () => {
     expect(countEndings(["failed: a", "timeout: b", "lease_expired: c"])).toBe("1 failure, 1 timeout and 1 rescue");
     expect(deathSummary('{"message":"job succeeded"}')).toBeNull();
     expect(deathSummary("not json but names \"job dead\"")).toBeNull();
+  });
+});
+
+describe("array parameters as Postgres array literals", () => {
+  it("quotes every text element, escapes quote and backslash, and writes NULL for null", () => {
+    expect(textArray(["a", "", "NULL", 'say "hi"', "back\\slash", null, "a,{b}"])).toBe(
+      '{"a","","NULL","say \\"hi\\"","back\\\\slash",NULL,"a,{b}"}',
+    );
+  });
+  it("leaves out trailing nulls, which unnest pads back", () => {
+    expect(textArray([null, null])).toBe("{}");
+    expect(textArray(["a", null, "b", null])).toBe('{"a",NULL,"b"}');
+    expect(numberArray([1, null, -2.5, null])).toBe("{1,NULL,-2.5}");
+    expect(numberArray([null])).toBe("{}");
+  });
+  it("refuses a number Postgres would read as something else", () => {
+    expect(() => numberArray([NaN])).toThrow(/finite/);
+    expect(() => numberArray([Infinity])).toThrow(/finite/);
+  });
+  it("joins JSON texts into one JSON array", () => {
+    expect(jsonArray(['{"a":"\\""}', "null", "[1]"])).toBe('[{"a":"\\""},null,[1]]');
   });
 });

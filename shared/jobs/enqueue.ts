@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { jsonArray, numberArray, textArray } from "../db/arrays.ts";
 import { sql, type Store } from "../db/db.ts";
 import { INSERT_CLAIMED, INSERT_JOBS, INSERT_JOBS_DEDUPED, INSERT_ONE } from "../lifecycle/enqueue-sql.ts";
 import { ValidationError } from "../errors.ts";
@@ -34,13 +35,23 @@ where j.dedupe_key is not null and j.status in ('queued', 'running')`;
  */
 const MAX_DEDUPE_ROUNDS = 10;
 
+/** One row as INSERT_ONE's parameters, in INSERT_JOBS' order. */
+const values = (r: Row) => [
+  r.queue, r.name, r.payload, r.priority, r.runAtMs, r.delayMs, r.maxAttempts, r.leaseMs, r.backoffMs, r.group, r.dedupeKey,
+  r.fairGroup, r.concurrencyKey, r.concurrencyLimit, r.rateKey, r.rateLimit, r.ratePeriodMs,
+];
+
+/** The rows as INSERT_JOBS' parameters: one array literal per column (see shared/db/arrays.ts). */
 const columns = (rows: readonly Row[]) => {
-  const column = <K extends keyof Row>(k: K) => rows.map((r) => r[k]);
+  const text = (k: "queue" | "name" | "group" | "dedupeKey" | "fairGroup" | "concurrencyKey" | "rateKey") =>
+    textArray(rows.map((r) => r[k]));
+  const number = (k: "priority" | "runAtMs" | "delayMs" | "maxAttempts" | "leaseMs" | "backoffMs" | "concurrencyLimit" | "rateLimit" | "ratePeriodMs") =>
+    numberArray(rows.map((r) => r[k]));
   return [
-    column("queue"), column("name"), column("payload"), column("priority"), column("runAtMs"), column("delayMs"),
-    column("maxAttempts"), column("leaseMs"), column("backoffMs"), column("group"), column("dedupeKey"),
-    column("fairGroup"), column("concurrencyKey"), column("concurrencyLimit"),
-    column("rateKey"), column("rateLimit"), column("ratePeriodMs"),
+    text("queue"), text("name"), jsonArray(rows.map((r) => r.payload)), number("priority"), number("runAtMs"), number("delayMs"),
+    number("maxAttempts"), number("leaseMs"), number("backoffMs"), text("group"), text("dedupeKey"),
+    text("fairGroup"), text("concurrencyKey"), number("concurrencyLimit"),
+    text("rateKey"), number("rateLimit"), number("ratePeriodMs"),
   ];
 };
 
@@ -150,12 +161,12 @@ async function insertFlowControlled(store: Store, rows: readonly Row[]): Promise
 /** Rows without debounce or throttle. */
 async function insertRows(store: Store, rows: readonly Row[]): Promise<EnqueuedJob[]> {
   if (rows.some((r) => r.dedupeKey !== null)) return insertDeduped(store, rows);
-  const one = rows.length === 1;
-  const { rows: written } = await store.db.query<{ id: string }>(
-    sql(store.schema, one ? INSERT_ONE : INSERT_JOBS),
-    one ? columns(rows).map(([value]) => value) : columns(rows),
-  );
-  return written.map(({ id }) => ({ id, existing: false }));
+  if (rows.length === 1) {
+    const { rows: written } = await store.db.query<{ id: string }>(sql(store.schema, INSERT_ONE), values(rows[0]!));
+    return [{ id: written[0]!.id, existing: false }];
+  }
+  const { rows: [written] } = await store.db.query<{ ids: string }>(sql(store.schema, INSERT_JOBS), columns(rows));
+  return written!.ids.split(",").map((id) => ({ id, existing: false }));
 }
 
 

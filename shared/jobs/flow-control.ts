@@ -75,6 +75,15 @@ export function chosenFlowControl(type: JobType, options: EnqueueOptions): Pick<
   return own ? { debounce: options.debounce, throttle: options.throttle } : { debounce: type.debounce, throttle: type.throttle };
 }
 
+/** A debounce or throttle key: given, or its key function's answer for the payload (null: none). */
+function keyOf(key: string | ((payload: never) => string | null | undefined), what: string, payload: unknown, at: Path): string | null | Issue {
+  if (typeof key === "string") return key;
+  const value = key(payload as never);
+  if (value === null || value === undefined) return null;
+  const problem = keyProblem(value);
+  return problem ? { path: [...at, "payload"], message: `its ${what} key ${problem}` } : value;
+}
+
 /**
  * The job's debounce or throttle: the enqueue's own (`options`, already
  * parsed) replaces its type's. A type's key function is given the payload as
@@ -85,22 +94,15 @@ export function chosenFlowControl(type: JobType, options: EnqueueOptions): Pick<
 export function flowControlOf(type: JobType, payload: unknown, options: EnqueueOptions, at: Path): FlowControl | Issue {
   if (options.debounce && options.throttle) return { path: [...at, "throttle"], message: "give debounce or throttle, not both" };
   const { debounce, throttle } = chosenFlowControl(type, options);
-  const keyOf = (key: string | ((payload: never) => string | null | undefined), what: string): string | null | Issue => {
-    if (typeof key === "string") return key;
-    const value = key(payload as never);
-    if (value === null || value === undefined) return null;
-    const problem = keyProblem(value);
-    return problem ? { path: [...at, "payload"], message: `its ${what} key ${problem}` } : value;
-  };
   let flow = NONE;
   if (debounce) {
-    const key = keyOf(debounce.key, "debounce");
+    const key = keyOf(debounce.key, "debounce", payload, at);
     if (typeof key === "object" && key !== null) return key;
     if (key !== null) {
       flow = { ...NONE, debounceKey: key, debouncePeriodMs: debounce.periodMs, debounceMaxWaitMs: debounce.maxWaitMs ?? defaultMaxWaitMs(debounce.periodMs) };
     }
   } else if (throttle) {
-    const key = keyOf(throttle.key, "throttle");
+    const key = keyOf(throttle.key, "throttle", payload, at);
     if (typeof key === "object" && key !== null) return key;
     if (key !== null) flow = { ...NONE, throttleKey: key, throttlePeriodMs: throttle.periodMs };
   }

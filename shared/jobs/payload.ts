@@ -112,19 +112,85 @@ function utf8Bytes(s: string): number {
   return bytes;
 }
 
+/** What may make text unstorable; most text has none of it, and `textProblem` need not look. */
+const SUSPECT_TEXT = /[\u0000\uD800-\uDFFF]/;
+const storable = (s: string) => !SUSPECT_TEXT.test(s) || textProblem(s) === null;
+
+/** The ancestors of the value `exact` is at; module-level, so a call allocates nothing. */
+const exactAncestors: object[] = [];
+
+/**
+ * Whether JSON gives `value` back exactly: JSON data (as `problems` finds
+ * none) that JSON.parse(JSON.stringify(value)) rebuilds as an equal value,
+ * with the same keys in the same order and the same prototypes. Unlike
+ * `problems` it keeps no path, makes no closure and stops at the first
+ * doubt: a false says only "take the careful path", never what is wrong.
+ * Not exact (though possibly valid): a key whose value is undefined
+ * (dropped), -0 (read back as 0), an object without Object.prototype or an
+ * array without Array.prototype (read back with them), a non-enumerable or
+ * symbol key, or an array's keys beside its indexes (all dropped).
+ */
+function exact(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case "string":
+      return storable(value);
+    case "number":
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case "boolean":
+      return true;
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth >= MAX_PAYLOAD_DEPTH || exactAncestors.includes(value)) return false;
+  exactAncestors.push(value);
+  try {
+    // Own keys beyond the ones JSON writes (symbols, non-enumerable ones a
+    // schema could still read, an array's extra keys) make it not exact.
+    const own = Reflect.ownKeys(value).length;
+    if (Array.isArray(value)) {
+      // An array's own keys: its indexes (none missing), and `length`.
+      if (Object.getPrototypeOf(value) !== Array.prototype || own !== value.length + 1) return false;
+      for (let i = 0; i < value.length; i++) if (!exact(value[i], depth + 1)) return false;
+      return true;
+    }
+    if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+    let enumerable = 0;
+    for (const key in value) {
+      if (!Object.hasOwn(value, key)) return false;
+      if (!storable(key)) return false;
+      const v = (value as Record<string, unknown>)[key];
+      if (v === undefined || !exact(v, depth + 1)) return false;
+      enumerable++;
+    }
+    return enumerable === own;
+  } catch {
+    return false;
+  } finally {
+    exactAncestors.pop();
+  }
+}
+
 /**
  * The payload as the JSON to store, or the issues that refuse it. `at` is the
  * payload's own path, e.g. `["jobs", 3, "payload"]`. A payload left out is
- * stored as JSON null (and must pass its schema as null).
+ * stored as JSON null (and must pass its schema as null). `exact`: JSON
+ * gives the payload back exactly (see `exact` above), so what the handler
+ * reads is an equal value, not just one that passed the same checks.
  */
-export function payloadJson(payload: unknown, at: Path, maxBytes: number): { json: string } | { issues: Issue[] } {
-  const issues = problems(payload, at);
-  if (issues.length > 0) return { issues };
+export function payloadJson(payload: unknown, at: Path, maxBytes: number): { json: string; exact: boolean } | { issues: Issue[] } {
+  const isExact = payload !== undefined && exact(payload, 0);
+  if (!isExact) {
+    const issues = problems(payload, at);
+    if (issues.length > 0) return { issues };
+  }
   const json = JSON.stringify(payload ?? null);
   // At most 3 UTF-8 bytes per UTF-16 code unit: short JSON needs no count.
   if (json.length * 3 > maxBytes) {
     const bytes = utf8Bytes(json);
     if (bytes > maxBytes) return { issues: [{ path: at, message: `is ${bytes} bytes of JSON; at most ${maxBytes} are allowed` }] };
   }
-  return { json };
+  return { json, exact: isExact };
 }

@@ -7,22 +7,36 @@ import { startsFirstSql } from "./attempt-rules.ts";
  * shared/jobs/ validates and picks the statement; these are the writes.
  */
 
-/** Rows are inserted in the order given (`i`): a deduplicated batch relies on it to take its keys in order. */
+/**
+ * Rows are inserted in the order given (`i`): a deduplicated batch relies on it to take its keys in order.
+ * The payloads come as one JSON array ($3), each element the payload's JSON
+ * as validated: written by joining them, with nothing to quote or escape
+ * (a text[] literal escapes every quote of every payload).
+ */
 const COLUMNS = `
 insert into leasehold.jobs
   (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key,
    fair_group, concurrency_key, concurrency_limit, rate_key, rate_limit, rate_period_ms)
 select q, n, p::jsonb, pr, coalesce(to_timestamp(ra / 1000), now() + d * interval '1 millisecond'), ma, lm, bm, g, dk, fg, ck, cl,
        rk, rl, rp
-from unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::float8[], $6::float8[],
-            $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[],
+from unnest($1::text[], $2::text[], array(select e from json_array_elements($3::json) with ordinality as x(e, o) order by o),
+            $4::smallint[], $5::float8[], $6::float8[], $7::integer[], $8::integer[], $9::integer[], $10::text[], $11::text[],
             $12::text[], $13::text[], $14::integer[], $15::text[], $16::integer[], $17::integer[]) with ordinality
   as t(q, n, p, pr, ra, d, ma, lm, bm, g, dk, fg, ck, cl, rk, rl, rp, i)
 order by i`;
 
-/** Without dedupe keys there can be no conflict, and no speculative insertion to pay for. */
-export const INSERT_JOBS = `${COLUMNS}
-returning id::text`;
+/**
+ * Without dedupe keys there can be no conflict, and no speculative insertion
+ * to pay for. The ids come back as one text, in the order given: each row's
+ * id is drawn as it is inserted, in that order, so they ascend with it. One
+ * row back, not one per job: node-postgres reads each row it receives into
+ * an object, 6 ms of a 10,000-job batch.
+ */
+export const INSERT_JOBS = `
+with inserted as (${COLUMNS}
+  returning id
+)
+select string_agg(id::text, ',' order by id) as ids from inserted`;
 
 /**
  * One job without a dedupe key, the commonest enqueue (a route's): the same
