@@ -11,4 +11,10 @@ export const LOCAL_ENV = {
   wsProxy: "LEASEHOLD_WS_PROXY",
   /** "1": label each handler's output by its job (what `leasehold dev` shows). */
   labelOutput: "LEASEHOLD_LABEL_OUTPUT",
+  /**
+   * "0": the local runtime's functions load no source maps, as a deployed
+   * Lambda runs (no --enable-source-maps): the benchmark scenarios time cold
+   * starts, and reading a bundle's map took about 100 ms of each.
+   */
+  sourceMaps: "LEASEHOLD_SOURCE_MAPS",
 } as const;

@@ -272,3 +272,81 @@ describe("a runner given several suspects among ordinary jobs", () => {
     expect(rows[0]!.n).toBe(11);
   });
 });
+
+describe("a follow-up after a claim that filled its batch", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 4);
+  });
+  afterAll(() => t.drop());
+
+  /** A queue's jobs in the order their handlers started, and whether each was inserted claimed (its start is its insert). */
+  const started = async (queue: string) =>
+    (await t.admin.query<{ name: string; status: string; attempts: number; inserted_claimed: boolean }>(
+      `select name, status::text, attempts, started_at = created_at as inserted_claimed
+       from "${t.schema}".jobs where queue = $1 order by started_at, id`, [queue])).rows;
+
+  /**
+   * One slot and no prefetch: the runner's first claim asks for one job and
+   * gets it, so it cannot tell whether the queue is drained. Before, every
+   * follow-up after such a claim was enqueued and claimed again; now the
+   * insert looks whether a job the runner could claim waits ahead.
+   */
+  const chain = (queue: string, extra: ReturnType<typeof defineJob<any>>[] = []) => {
+    const order: string[] = [];
+    const child = defineJob({ name: `${queue}-child`, schema: z.object({}), queue, handler: () => void order.push("child") });
+    const parent = defineJob({
+      name: `${queue}-parent`, schema: z.object({}), queue,
+      handler: async (_p, ctx) => {
+        order.push("parent");
+        await ctx.enqueue(child, {});
+      },
+    });
+    const run = () => runWorker({
+      linger: "fixed", store: t, registry: createRegistry([parent, child, ...extra]), queues: [queue], runnerId: `${queue}-runner`,
+      slots: 1, prefetch: 0, idleMs: 100, pollMs: 20, maxLeaseMs: 60_000,
+    });
+    return { order, child, parent, run };
+  };
+
+  it("hands the follow-up off when nothing it could claim waits ahead, though its last claim was full", async () => {
+    const queue = "full-claim-handoff";
+    // Ahead of the child in the queue, but not for this runner: a type it
+    // does not know, a lease longer than it takes, a job due later, a job of
+    // a lower priority.
+    const foreign = defineJob({ name: `${queue}-foreign`, schema: z.object({}), queue, handler: () => {} });
+    const long = defineJob({ name: `${queue}-long`, schema: z.object({}), queue, leaseMs: 120_000, handler: () => {} });
+    const later = defineJob({ name: `${queue}-later`, schema: z.object({}), queue, handler: () => {} });
+    const low = defineJob({ name: `${queue}-low`, schema: z.object({}), queue, priority: -1, handler: () => {} });
+    const c = chain(queue, [long, later, low]);
+    await enqueue(t, c.parent, {});
+    await enqueue(t, foreign, {});
+    await enqueue(t, long, {});
+    await enqueue(t, later, {}, { delayMs: 3_600_000 });
+    await enqueue(t, low, {});
+    const summary = await c.run();
+    expect(summary).toMatchObject({ succeeded: 3, failed: 0 });
+    expect(c.order).toEqual(["parent", "child"]);
+    const rows = await started(queue);
+    const byName = (n: string) => rows.find((r) => r.name === `${queue}-${n}`)!;
+    // The child was inserted claimed (one round trip, no claim of its own) and started before the lower-priority job.
+    expect(byName("child")).toMatchObject({ status: "succeeded", attempts: 1, inserted_claimed: true });
+    expect(rows.filter((r) => r.status === "succeeded").map((r) => r.name)).toEqual([`${queue}-parent`, `${queue}-child`, `${queue}-low`]);
+    expect([byName("foreign").status, byName("long").status, byName("later").status]).toEqual(["queued", "queued", "queued"]);
+  });
+
+  it("enqueues the follow-up behind a job it could claim that waits ahead, which starts first", async () => {
+    const queue = "full-claim-behind";
+    const other = defineJob({ name: `${queue}-other`, schema: z.object({}), queue, handler: () => void c.order.push("other") });
+    const c = chain(queue, [other]);
+    await enqueue(t, c.parent, {});
+    await enqueue(t, other, {});
+    const summary = await c.run();
+    expect(summary).toMatchObject({ succeeded: 3, failed: 0 });
+    // The older job ahead is not jumped: the child is enqueued, then claimed after it.
+    expect(c.order).toEqual(["parent", "other", "child"]);
+    expect((await started(queue)).map((r) => [r.name.replace(`${queue}-`, ""), r.status, r.attempts, r.inserted_claimed])).toEqual([
+      ["parent", "succeeded", 1, false], ["other", "succeeded", 1, false], ["child", "succeeded", 1, false],
+    ]);
+  });
+});

@@ -142,6 +142,8 @@ export async function startScenarioStack(options: ScenarioStackOptions): Promise
         DATABASE_URL: options.databaseUrl,
         LEASEHOLD_SCHEMA: schema,
         [LOCAL_ENV.wsProxy]: wsRelay,
+        // Cold starts as on Lambda, which loads no source maps.
+        [LOCAL_ENV.sourceMaps]: "0",
         POWERTOOLS_LOG_LEVEL: "WARN",
         NODE_NO_WARNINGS: "1",
       },

@@ -10,6 +10,7 @@ import type { Context } from "aws-lambda";
 import { resolve } from "node:path";
 import { existsSync } from "node:fs";
 import { pathToFileURL } from "node:url";
+import { LOCAL_ENV } from "../local-env.ts";
 import { toErrorBody, type ChildMessage, type InvokeMessage, type LambdaErrorBody } from "./protocol.ts";
 
 type Handler = (event: unknown, context: Context, callback?: (error?: unknown, result?: unknown) => void) => unknown;
@@ -124,8 +125,9 @@ function crash(thrown: unknown, errorType: string): void {
 }
 
 async function main(): Promise<void> {
-  // A bundle's source map (dev/functions.ts writes one) maps stacks to the app's own files, as --enable-source-maps does.
-  process.setSourceMapsEnabled(true);
+  // A bundle's source map (dev/functions.ts writes one) maps stacks to the app's own files, as --enable-source-maps does;
+  // unless told not to (the scenarios, timing cold starts as Lambda has them: without).
+  if (process.env[LOCAL_ENV.sourceMaps] !== "0") process.setSourceMapsEnabled(true);
   process.on("disconnect", () => process.exit());
   process.on("uncaughtException", (error) => crash(error, "Runtime.UncaughtException"));
   process.on("unhandledRejection", (reason) => crash(reason, "Runtime.UnhandledPromiseRejection"));

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { jsonArray, numberArray, textArray } from "../db/arrays.ts";
 import { sql, type Store } from "../db/db.ts";
-import { INSERT_CLAIMED, INSERT_JOBS, INSERT_JOBS_DEDUPED, INSERT_ONE } from "../lifecycle/enqueue-sql.ts";
+import { INSERT_CLAIMED, INSERT_FOLLOW_UP, INSERT_JOBS, INSERT_JOBS_DEDUPED, INSERT_ONE } from "../lifecycle/enqueue-sql.ts";
 import { ValidationError } from "../errors.ts";
 import type { EnqueuedJob, EnqueueOptions, JobType } from "./job-types.ts";
 import { toClaimed, type ClaimedJob, type ClaimedRow } from "../lifecycle/claim.ts";
@@ -178,6 +178,16 @@ async function insertRows(store: Store, rows: readonly Row[]): Promise<EnqueuedJ
  * (only the claim admits those). Validated as `enqueueJobs` validates.
  */
 export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId: string, limits?: EnqueueLimits): Promise<ClaimedJob> {
+  const row = claimableRow(spec, limits);
+  const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), [
+    row.queue, row.name, row.payload, row.priority, row.maxAttempts, row.leaseMs, row.backoffMs, row.group, runnerId,
+    row.fairGroup,
+  ]);
+  return toClaimed(rows[0]!);
+}
+
+/** A job's row, validated, if a runner may claim it as it is enqueued: one to run now, with no key and no limit. */
+function claimableRow(spec: JobSpec<any>, limits?: EnqueueLimits): Row {
   const [row] = toRows([spec], limits) as [Row];
   const refused = row.runAtMs !== null ? "runAt" : row.delayMs > 0 ? "delayMs" : row.dedupeKey !== null ? "dedupeKey"
     : row.concurrencyKey !== null ? "concurrency" : row.rateKey !== null ? "rateLimit" : row.debounceKey !== null ? "debounce" : row.throttleKey !== null ? "throttle" : null;
@@ -186,11 +196,31 @@ export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId:
       { path: [refused], message: "a job claimed as it is enqueued must run now, without a dedupe key, a concurrency or rate limit, a debounce or a throttle" },
     ]);
   }
-  const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), [
+  return row;
+}
+
+/** What a runner could claim: the job types it knows and the longest lease it can take. */
+export interface Claimable {
+  names: readonly string[];
+  maxLeaseMs: number;
+}
+
+/**
+ * A follow-up job a runner may start itself, in one statement: inserted
+ * claimed by `runnerId` (as `enqueueClaimed`) when no job it could claim
+ * (`claimable`) waits ahead of it in its queue, else inserted queued, as
+ * `enqueue` would. The same jobs only as `enqueueClaimed` takes.
+ */
+export async function enqueueFollowUp(
+  store: Store, spec: JobSpec<any>, runnerId: string, claimable: Claimable, limits?: EnqueueLimits,
+): Promise<{ claimed: ClaimedJob } | { queued: EnqueuedJob }> {
+  const row = claimableRow(spec, limits);
+  const { rows } = await store.db.query<ClaimedRow & { claimed: boolean }>(sql(store.schema, INSERT_FOLLOW_UP), [
     row.queue, row.name, row.payload, row.priority, row.maxAttempts, row.leaseMs, row.backoffMs, row.group, runnerId,
-    row.fairGroup,
+    row.fairGroup, Math.floor(Math.min(claimable.maxLeaseMs, 2 ** 31 - 1)), claimable.names,
   ]);
-  return toClaimed(rows[0]!);
+  const written = rows[0]!;
+  return written.claimed ? { claimed: toClaimed(written) } : { queued: { id: written.id, existing: false } };
 }
 
 /** Enqueues one job; see `enqueueJobs`. */

@@ -71,6 +71,42 @@ returning id::text, queue, name, payload, attempts, runs, ${startsFirstSql()} as
   lease_token::text`;
 
 /**
+ * A follow-up job a runner may start itself (`enqueueFollowUp`): inserted
+ * claimed by it as `INSERT_CLAIMED` does, unless a job waits ahead of it that
+ * the runner could claim instead: a ready queued job of its queue, of at
+ * least its priority (the claim's order is priority, then run_at, then id,
+ * so every such job comes first), of a type the runner knows ($12) and a
+ * lease it can take ($11), as the claim's own filter reads them. Then it is
+ * inserted queued, as `INSERT_ONE` inserts a job to run now, in the same
+ * statement. One row: `claimed` says which.
+ */
+export const INSERT_FOLLOW_UP = `
+with ahead as (
+  select exists (
+    select 1 from leasehold.jobs a
+    where a.status = 'queued' and a.queue = $1::text and a.priority >= $4::smallint and a.run_at <= now()
+      and a.lease_ms <= $11::integer and a.name = any($12::text[])
+  ) as waiting
+), claimed as (
+  insert into leasehold.jobs
+    (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key, fair_group,
+     status, attempts, runs, lease_token, lease_expires_at, runner_id, started_at)
+  select $1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text,
+     'running', 1, 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now()
+  from ahead where not ahead.waiting
+  returning id::text, queue, name, payload, attempts, runs, ${startsFirstSql()} as start_first, max_attempts, lease_ms, backoff_ms,
+    lease_token::text
+), queued as (
+  insert into leasehold.jobs (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key, fair_group)
+  select $1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text
+  from ahead where ahead.waiting
+  returning id::text
+)
+select c.*, true as claimed from claimed c
+union all
+select q.id, null, null, null, null, null, null, null, null, null, null, false from queued q`;
+
+/**
  * Inserts each row's job, or, where its key already has a job no runner has
  * claimed, updates that job instead (the unique index jobs_debounce_idx is
  * the arbiter, and its row lock queues concurrent enqueues of a key): the

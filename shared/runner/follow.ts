@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { enqueue, enqueueClaimed } from "../jobs/enqueue.ts";
+import { enqueue, enqueueClaimed, enqueueFollowUp } from "../jobs/enqueue.ts";
 import { chosenFlowControl } from "../jobs/flow-control.ts";
 import type { EnqueueOptions, JobContext, JobType } from "../jobs/job.ts";
 import type { RunnerParts } from "./parts.ts";
@@ -7,12 +7,15 @@ import { buffered } from "./producer.ts";
 
 /**
  * A handler's `ctx.enqueue`: follow-up jobs. One this runner can start now,
- * when nothing waits here, the queue is drained, no suspect waits or runs,
- * and its lease fits, is handed off: inserted already claimed by this runner
- * (the insert is the claim) and put at the head of the producer's buffer, to
- * start as soon as a slot is free with no claim round trip. Any other is
- * enqueued; one this runner serves now asks the loop for a claim at once,
- * one for later or elsewhere is told to `onFollowUp`.
+ * when nothing waits here, no suspect waits or runs, its lease fits, and no
+ * job it could claim waits ahead of it in its queue, is handed off: inserted
+ * already claimed by this runner (the insert is the claim) and put at the
+ * head of the producer's buffer, to start as soon as a slot is free with no
+ * claim round trip. Nothing waits ahead when the last claim found the queue
+ * drained; when that claim filled its batch instead, the insert itself
+ * looks, in the same statement, and enqueues the job plainly if one waits.
+ * Any other is enqueued; one this runner serves now asks the loop for a
+ * claim at once, one for later or elsewhere is told to `onFollowUp`.
  */
 export function follower(r: RunnerParts): JobContext["enqueue"] {
   const { options, producer, clock } = r;
@@ -21,14 +24,25 @@ export function follower(r: RunnerParts): JobContext["enqueue"] {
     // A debounced job starts a period from now: a follow-up for later.
     const { debounce, throttle } = chosenFlowControl(type, opts ?? {});
     const now = options.queues.includes(queue) && !opts?.runAt && !opts?.delayMs && !debounce;
-    if (now && !opts?.dedupeKey && !throttle && producer.drained && producer.buffered === 0 && !r.isolation.active &&
-        options.registry.has(type.name) && type.leaseMs <= r.maxLeaseMs() && !type.concurrency && !type.rateLimit /* only the claim admits these */) {
+    const maxLeaseMs = r.maxLeaseMs();
+    if (now && !opts?.dedupeKey && !throttle && producer.buffered === 0 && !r.isolation.active &&
+        options.registry.has(type.name) && type.leaseMs <= maxLeaseMs && !type.concurrency && !type.rateLimit /* only the claim admits these */) {
       const sentAt = clock.now();
-      const job = await enqueueClaimed(options.store, { type, payload, options: opts }, options.runnerId, options.limits);
-      r.tally.claimed(1);
-      producer.handOff(buffered(job, sentAt));
-      r.slots.pump();
-      return { id: job.id, existing: false };
+      const spec = { type, payload, options: opts };
+      // The last claim found the queue drained: handed off. It filled its
+      // batch: the insert itself looks for a job this runner could claim
+      // ahead of it, and enqueues it plainly if one waits.
+      const written = producer.drained
+        ? { claimed: await enqueueClaimed(options.store, spec, options.runnerId, options.limits) }
+        : await enqueueFollowUp(options.store, spec, options.runnerId, { names: [...options.registry.keys()], maxLeaseMs }, options.limits);
+      if ("claimed" in written) {
+        r.tally.claimed(1);
+        producer.handOff(buffered(written.claimed, sentAt));
+        r.slots.pump();
+        return { id: written.claimed.id, existing: false };
+      }
+      r.waiter.request();
+      return written.queued;
     }
     const result = await enqueue(options.store, type, payload, opts, options.limits);
     if (now) r.waiter.request();
