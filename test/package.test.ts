@@ -55,9 +55,10 @@ describe("the packed package in an outside SST app", () => {
     expect(paths).toEqual(expect.arrayContaining(["dist/shared/index.js", "dist/shared/index.d.ts", "dist/infra/component.d.ts", "dist/dev/lambda/child.js", "dist/migrations/0001_jobs.sql"]));
     // 171 files, 197 kB packed, 606 kB unpacked when this was written (3.1 MB unpacked with SST's platform sources in it);
     // 234 files, 305 kB packed, 941 kB unpacked with rate limits, the runner in its parts and the synthesized deploy check
-    // (a third of it the docs, which ship so the README's links resolve).
+    // (a third of it the docs, which ship so the README's links resolve);
+    // 327 kB packed after issue 24's measurements went into docs/internals.md (99 kB of text, linked from the README).
     expect(packed.files.length).toBeLessThan(250);
-    expect(packed.size).toBeLessThan(320_000);
+    expect(packed.size).toBeLessThan(340_000);
     expect(packed.unpackedSize).toBeLessThan(1_000_000);
   });
 
