@@ -56,10 +56,10 @@ describe("the packed package in an outside SST app", () => {
     // 171 files, 197 kB packed, 606 kB unpacked when this was written (3.1 MB unpacked with SST's platform sources in it);
     // 234 files, 305 kB packed, 941 kB unpacked with rate limits, the runner in its parts and the synthesized deploy check
     // (a third of it the docs, which ship so the README's links resolve);
-    // 327 kB packed after issue 24's measurements went into docs/internals.md (99 kB of text, linked from the README).
+    // 327 kB packed, 1,006 kB unpacked after issue 24's measurements went into docs/internals.md (99 kB of text, linked from the README).
     expect(packed.files.length).toBeLessThan(250);
     expect(packed.size).toBeLessThan(340_000);
-    expect(packed.unpackedSize).toBeLessThan(1_000_000);
+    expect(packed.unpackedSize).toBeLessThan(1_100_000);
   });
 
   it("installs only the package: no path back into this repository", () => {
