@@ -16,37 +16,33 @@
 const NEEDS_ESCAPE = /["\\]/;
 const ESCAPED = /["\\]/g;
 
-/** The length of `values` without its trailing nulls. */
-function usedLength(values: readonly unknown[]): number {
+/** An array literal of `values`, trailing nulls left out, each other element written by `element`. */
+function arrayLiteral<T>(values: readonly (T | null)[], element: (v: T) => string): string {
   let n = values.length;
   while (n > 0 && values[n - 1] === null) n--;
-  return n;
-}
-
-/** A `text[]` literal: each element double-quoted (so "NULL", "" and spaces stay text), `"` and `\` escaped. */
-export function textArray(values: readonly (string | null)[]): string {
-  const n = usedLength(values);
   let out = "{";
   for (let i = 0; i < n; i++) {
     const v = values[i]!;
     if (i > 0) out += ",";
-    out += v === null ? "NULL" : NEEDS_ESCAPE.test(v) ? `"${v.replace(ESCAPED, "\\$&")}"` : `"${v}"`;
+    out += v === null ? "NULL" : element(v);
   }
   return `${out}}`;
 }
+
+/** A text element double-quoted (so "NULL", "" and spaces stay text), `"` and `\` escaped. */
+const quoted = (v: string) => (NEEDS_ESCAPE.test(v) ? `"${v.replace(ESCAPED, "\\$&")}"` : `"${v}"`);
+
+/** A finite number, as JavaScript prints it. */
+const finite = (v: number) => {
+  if (!Number.isFinite(v)) throw new Error(`not a finite number: ${v}`);
+  return String(v);
+};
+
+/** A `text[]` literal: each element double-quoted, `"` and `\` escaped. */
+export const textArray = (values: readonly (string | null)[]): string => arrayLiteral(values, quoted);
 
 /** A numeric array literal (`integer[]`, `smallint[]`, `float8[]`): finite numbers, as JavaScript prints them. */
-export function numberArray(values: readonly (number | null)[]): string {
-  const n = usedLength(values);
-  let out = "{";
-  for (let i = 0; i < n; i++) {
-    const v = values[i]!;
-    if (i > 0) out += ",";
-    if (v !== null && !Number.isFinite(v)) throw new Error(`not a finite number: ${v}`);
-    out += v === null ? "NULL" : String(v);
-  }
-  return `${out}}`;
-}
+export const numberArray = (values: readonly (number | null)[]): string => arrayLiteral(values, finite);
 
 /** A JSON array of values each already JSON text (`json_array_elements($n::json)` takes it apart). */
 export function jsonArray(jsons: readonly string[]): string {
