@@ -179,10 +179,7 @@ async function insertRows(store: Store, rows: readonly Row[]): Promise<EnqueuedJ
  */
 export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId: string, limits?: EnqueueLimits): Promise<ClaimedJob> {
   const row = claimableRow(spec, limits);
-  const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), [
-    row.queue, row.name, row.payload, row.priority, row.maxAttempts, row.leaseMs, row.backoffMs, row.group, runnerId,
-    row.fairGroup,
-  ]);
+  const { rows } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), claimedValues(row, runnerId));
   return toClaimed(rows[0]!);
 }
 
@@ -198,6 +195,11 @@ function claimableRow(spec: JobSpec<any>, limits?: EnqueueLimits): Row {
   }
   return row;
 }
+
+/** A claimed insert's parameters ($1 to $10 of INSERT_CLAIMED and INSERT_FOLLOW_UP). */
+const claimedValues = (row: Row, runnerId: string) => [
+  row.queue, row.name, row.payload, row.priority, row.maxAttempts, row.leaseMs, row.backoffMs, row.group, runnerId, row.fairGroup,
+];
 
 /** What a runner could claim: the job types it knows and the longest lease it can take. */
 export interface Claimable {
@@ -216,8 +218,7 @@ export async function enqueueFollowUp(
 ): Promise<{ claimed: ClaimedJob } | { queued: EnqueuedJob }> {
   const row = claimableRow(spec, limits);
   const { rows } = await store.db.query<ClaimedRow & { claimed: boolean }>(sql(store.schema, INSERT_FOLLOW_UP), [
-    row.queue, row.name, row.payload, row.priority, row.maxAttempts, row.leaseMs, row.backoffMs, row.group, runnerId,
-    row.fairGroup, Math.floor(Math.min(claimable.maxLeaseMs, 2 ** 31 - 1)), claimable.names,
+    ...claimedValues(row, runnerId), Math.floor(Math.min(claimable.maxLeaseMs, 2 ** 31 - 1)), claimable.names,
   ]);
   const written = rows[0]!;
   return written.claimed ? { claimed: toClaimed(written) } : { queued: { id: written.id, existing: false } };

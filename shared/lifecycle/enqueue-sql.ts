@@ -60,15 +60,21 @@ on conflict (name, dedupe_key) where dedupe_key is not null and status in ('queu
 do nothing
 returning id::text, name, dedupe_key`;
 
-/** The insert that is a claim: attempt 1 counted, a fresh lease token and expiry, the runner's id (`enqueueClaimed`). */
-export const INSERT_CLAIMED = `
-insert into leasehold.jobs
+/** The row of the insert that is a claim: attempt 1 counted, a fresh lease token and expiry, the runner's id. */
+const CLAIMED_ROW = `$1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text,
+   'running', 1, 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now()`;
+
+/** The insert that is a claim, of the claimed row `rows` gives (`values (...)` or a `select`). */
+const claimedInsert = (rows: string) => `insert into leasehold.jobs
   (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key, fair_group,
    status, attempts, runs, lease_token, lease_expires_at, runner_id, started_at)
-values ($1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text,
-   'running', 1, 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now())
+${rows}
 returning id::text, queue, name, payload, attempts, runs, ${startsFirstSql()} as start_first, max_attempts, lease_ms, backoff_ms,
   lease_token::text`;
+
+/** The insert that is a claim (`enqueueClaimed`). */
+export const INSERT_CLAIMED = `
+${claimedInsert(`values (${CLAIMED_ROW})`)}`;
 
 /**
  * A follow-up job a runner may start itself (`enqueueFollowUp`): inserted
@@ -88,14 +94,7 @@ with ahead as (
       and a.lease_ms <= $11::integer and a.name = any($12::text[])
   ) as waiting
 ), claimed as (
-  insert into leasehold.jobs
-    (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key, fair_group,
-     status, attempts, runs, lease_token, lease_expires_at, runner_id, started_at)
-  select $1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text,
-     'running', 1, 1, gen_random_uuid(), now() + $6::integer * interval '1 millisecond', $9::text, now()
-  from ahead where not ahead.waiting
-  returning id::text, queue, name, payload, attempts, runs, ${startsFirstSql()} as start_first, max_attempts, lease_ms, backoff_ms,
-    lease_token::text
+${claimedInsert(`select ${CLAIMED_ROW}\nfrom ahead where not ahead.waiting`)}
 ), queued as (
   insert into leasehold.jobs (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key, fair_group)
   select $1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text
