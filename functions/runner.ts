@@ -7,12 +7,11 @@ import { Metric, type MetricName } from "../shared/observe/metrics-names.ts";
 import { servingRules } from "../shared/settings/serving.ts";
 import { runSession } from "../shared/runner/session.ts";
 import type { WorkerSummary } from "../shared/runner/worker.ts";
-import { createWaker } from "../shared/scheduler/wake.ts";
-import { invokeAsync, lambdaClient } from "./aws.ts";
+import { createWaker, WAKE_EVENT } from "../shared/scheduler/wake.ts";
+import type { LambdaClient } from "@aws-sdk/client-lambda";
 import { resolveApp, type LeaseholdApp } from "./app.ts";
 import { closePool, openPool } from "./env.ts";
 import { readEnvironment } from "../shared/settings/environment.ts";
-import { WAKE_EVENT } from "./waker.ts";
 import { labelHandlerOutput } from "./job-output.ts";
 import { logger, MetricUnit, publishPerQueue, reportDeaths, serviceMetrics, workerLog, type Unit } from "./observability.ts";
 
@@ -54,7 +53,12 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
   const light = env.runnerVariant === "light" ? runnerConfig.light : undefined;
   if (env.runnerVariant === "light" && !light) throw new Error(`runner ${name} has no light variant in the config`);
   const fleetName = light ? lightRunner(name) : name;
-  const lambda = lambdaClient();
+  // Loaded when a runner first wakes the scheduler: most invocations never do, and a cold start should not pay for the SDK.
+  let lambda: LambdaClient | undefined;
+  const wakeScheduler = async (scheduler: string) => {
+    const { invokeAsync, lambdaClient } = await import("./aws.ts");
+    await invokeAsync((lambda ??= lambdaClient()), scheduler, WAKE_EVENT);
+  };
   // A handler's follow-ups are refused, as the API refuses them, when no runner could run them.
   const limits = { serving: servingRules(config) };
   return (event, context) => run(event, context);
@@ -70,7 +74,7 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
 
     // A follow-up this runner will not run itself wakes the scheduler, like any enqueue.
     const scheduler = env.schedulerFunction;
-    const waker = createWaker(async () => void (scheduler && (await invokeAsync(lambda, scheduler, WAKE_EVENT))), {
+    const waker = createWaker(async () => void (scheduler && (await wakeScheduler(scheduler))), {
       onError: (err) => logger.warn("waking the scheduler failed", { error: String(err) }),
     });
     const counts = settleCounts();

@@ -14,14 +14,14 @@ import type { LambdaClient } from "@aws-sdk/client-lambda";
 import type { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { Resource } from "sst";
 import { resolveSettings } from "../shared/settings/settings.ts";
-import { createWaker, type Waker } from "../shared/scheduler/wake.ts";
+import { createWaker, WAKE_EVENT, type Waker } from "../shared/scheduler/wake.ts";
 import { DEV_AWS, readDevStackState, type DevStackState } from "../dev/state.ts";
 import type { Pool } from "../shared/db/db.ts";
 import { openPool, type LinkedResources } from "./env.ts";
 import { processEnvironment, readEnvironment, type EnvSource } from "../shared/settings/environment.ts";
 import { armWake, invokeAsync, lambdaClient, schedulerClient, type ArmTarget } from "./aws.ts";
 
-export const WAKE_EVENT = { source: "leasehold.wake" } as const;
+export { WAKE_EVENT };
 /** An Invoke not answered by then gets the at() fallback beside it. */
 export const FALLBACK_AFTER_MS = 250;
 /** The longest a request path waits for its wake-up before answering anyway. */

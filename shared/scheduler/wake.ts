@@ -10,6 +10,9 @@
  */
 import { systemClock, type Clock } from "../runner/clock.ts";
 
+/** The event a wake-up sends the scheduler. */
+export const WAKE_EVENT = { source: "leasehold.wake" } as const;
+
 export interface Waker {
   wake(): void;
   /** Resolves when no wake-up is pending or in flight. */
