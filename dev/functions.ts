@@ -8,8 +8,9 @@ import { functionSpecs, type FunctionSpec } from "../shared/settings/function-sp
 import { ENTRY_KINDS, writeEntries } from "../functions/entries.ts";
 
 const EXT = import.meta.url.endsWith(".js") ? ".js" : ".ts";
-/** This package's handler factories, as a path (local runs import them directly). */
+/** This package's handler factories, as a path (local runs import them directly), and each one's own module. */
 const FACTORIES = fileURLToPath(new URL(`../functions/lambda${EXT}`, import.meta.url));
+const factoryModule = (kind: string) => fileURLToPath(new URL(`../functions/${kind}${EXT}`, import.meta.url));
 /** What runs ahead of each local function: the local-only settings (dev/local-env.ts) applied. */
 const PRELUDE = fileURLToPath(new URL(`./lambda/prelude${EXT}`, import.meta.url));
 
@@ -29,7 +30,7 @@ export function localFunctions(o: { root: string; config: Config; jobsModule: st
   const jobsModule = resolve(o.root, o.jobsModule);
   const hash = createHash("sha256").update(JSON.stringify([o.config, jobsModule])).digest("hex").slice(0, 16);
   const dir = join(o.root, ".leasehold", "local", hash);
-  const files = writeEntries({ dir, jobsModule, config: o.config, factories: FACTORIES });
+  const files = writeEntries({ dir, jobsModule, config: o.config, factories: FACTORIES, factoryModule });
   const built = buildSync({
     write: false,
     entryPoints: Object.keys(ENTRY_KINDS).map((kind) => ({ in: files[kind as keyof typeof ENTRY_KINDS], out: kind })),
@@ -40,6 +41,9 @@ export function localFunctions(o: { root: string; config: Config; jobsModule: st
     platform: "node",
     format: "esm",
     target: "node20",
+    // As infra deploys them (nodejs.splitting): dynamic imports in chunks of their own, compiled on first use. Each entry
+    // imports its factory's own module, so code one function alone uses is in no chunk another loads.
+    splitting: true,
     // Linked maps (the child enables them): a thrown error's stack names the app's own files and lines.
     sourcemap: "linked",
     sourcesContent: false,

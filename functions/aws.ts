@@ -26,7 +26,7 @@ export function lambdaClient(config: LambdaClientConfig = {}): LambdaClient {
  * not pay for loading the Scheduler SDK.
  */
 export async function schedulerClient(): Promise<SchedulerClient> {
-  const { SchedulerClient } = await import("@aws-sdk/client-scheduler");
+  const { SchedulerClient } = await import("./scheduler-sdk.ts");
   return new SchedulerClient({ requestHandler, maxAttempts: 2 });
 }
 
@@ -60,7 +60,7 @@ export function atExpression(atMs: number): string {
  * Returns the schedule's name.
  */
 export async function armWake(client: SchedulerClient, target: ArmTarget, atMs: number, payload: unknown): Promise<string> {
-  const { ConflictException, CreateScheduleCommand } = await import("@aws-sdk/client-scheduler");
+  const { ConflictException, CreateScheduleCommand } = await import("./scheduler-sdk.ts");
   const name = `${target.prefix}-${Math.floor(atMs / 1000)}`.slice(0, 64);
   try {
     await client.send(
@@ -83,7 +83,7 @@ export async function armWake(client: SchedulerClient, target: ArmTarget, atMs: 
 
 /** Deletes a schedule `armWake` armed (by its name), bounded; one already gone (fired) is no error. */
 export async function disarmWake(client: SchedulerClient, name: string, groupName?: string): Promise<void> {
-  const { DeleteScheduleCommand, ResourceNotFoundException } = await import("@aws-sdk/client-scheduler");
+  const { DeleteScheduleCommand, ResourceNotFoundException } = await import("./scheduler-sdk.ts");
   try {
     await client.send(new DeleteScheduleCommand({ Name: name, GroupName: groupName }), { abortSignal: AbortSignal.timeout(AWS_CALL_TIMEOUT_MS) });
   } catch (err) {

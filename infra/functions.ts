@@ -58,6 +58,8 @@ export function createFunctions(ctx: InfraContext, migration: aws.lambda.Invocat
     return new sst.aws.Function(ctx.child(componentName(name)), {
       handler,
       runtime: "nodejs22.x",
+      // What a function imports dynamically (the AWS SDK, loaded on first use) goes in chunks of its own: a cold start does not compile it.
+      nodejs: { splitting: true },
       timeout: `${s.timeoutSeconds} seconds`,
       memory: `${s.memoryMb} MB`,
       link: [ctx.databaseUrl, ...(extra.link ?? [])],

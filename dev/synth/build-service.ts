@@ -80,7 +80,8 @@ function plan(root: string, work: string, input: BuildInput): Omit<Planned, "don
  * Node.js functions built as the SST CLI builds each for `sst deploy`, the
  * ones asked for together in one esbuild run (the same options, one entry
  * point each, no code shared between the outputs): the same bundles, built
- * faster than one by one.
+ * faster than one by one. A function with `splitting` is built alone, its
+ * chunks (what it imports dynamically, loaded on first use) in its own output.
  */
 async function buildTogether(root: string, work: string, batch: Planned[], built: BuiltFunction[]): Promise<void> {
   const props = batch[0]!.input.properties ?? {};
@@ -88,10 +89,11 @@ async function buildTogether(root: string, work: string, batch: Planned[], built
     rmSync(p.out, { recursive: true, force: true });
     mkdirSync(p.out, { recursive: true });
   }
-  const artifacts = join(work, "artifacts");
+  // With `splitting`, a function's chunks go beside its module, in its own output: it is built alone.
+  const outdir = props.splitting ? batch[0]!.out : join(work, "artifacts");
   const result = await build({
-    entryPoints: batch.map((p) => ({ in: p.file, out: relative(artifacts, join(p.out, p.path)) })),
-    outdir: artifacts, outExtension: { ".js": ".mjs" },
+    entryPoints: batch.map((p) => ({ in: p.file, out: relative(outdir, join(p.out, p.path)) })),
+    outdir, outExtension: { ".js": ".mjs" }, splitting: props.splitting === true,
     absWorkingDir: root, platform: "node", format: "esm", target: "esnext", bundle: true, keepNames: true,
     external: [...FORCE_EXTERNAL, ...(props.install ?? []), ...(props.esbuild?.external ?? [])],
     mainFields: ["module", "main"], metafile: true, write: true, logLevel: "silent",
@@ -132,7 +134,10 @@ export async function startBuildService(root: string, work: string): Promise<Bui
   const flush = () => {
     const batches = [...pending.values()];
     pending.clear();
-    for (const batch of batches) void buildTogether(root, work, batch, built);
+    for (const batch of batches) {
+      if (batch[0]!.input.properties?.splitting) for (const one of batch) void buildTogether(root, work, [one], built);
+      else void buildTogether(root, work, batch, built);
+    }
   };
   const answer = async (method: string, args: Record<string, unknown>): Promise<unknown> => {
     if (method === "Runtime.Build") {
