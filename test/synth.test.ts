@@ -57,6 +57,23 @@ describe("the synthesized stack (SST's component code, Pulumi's mock runtime)", 
     });
   }
 
+  it("a runner's cold start loads neither the API nor the AWS SDK: the SDK is a chunk of its own (nodejs.splitting), the API not bundled (the package's sideEffects)", () => {
+    const runners = graph.kind("runner").map((fn) => graph.synth.built.find((b) => b.functionID === fn.name)!);
+    expect(runners.length).toBeGreaterThan(0);
+    const api = (path: string) => path.startsWith("functions/api/") || path.includes("node_modules/hono/");
+    const sdk = (path: string) => path.includes("node_modules/@aws-sdk/client-lambda/");
+    for (const b of runners) {
+      expect(b.loadsAtStart, b.functionID).toContain("shared/runner/worker.ts");
+      expect(b.loadsAtStart.filter((p) => api(p) || sdk(p)), b.functionID).toEqual([]);
+      expect(b.bundled.filter(api), b.functionID).toEqual([]);
+      // Bundled all the same, for the first wake-up of the scheduler.
+      expect(b.bundled.some(sdk), b.functionID).toBe(true);
+    }
+    // The API's own function does load its modules: the check can see them.
+    const apiBuilt = graph.synth.built.find((b) => b.functionID === graph.kind("api")[0]!.name)!;
+    expect(apiBuilt.loadsAtStart.some(api)).toBe(true);
+  });
+
   describe("sized and scheduled from this repository's config (leasehold.config.ts, jobs/index.ts)", () => {
     const fn = (name: string) => graph.functions().find((f) => f.name === name)!;
 

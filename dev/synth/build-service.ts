@@ -24,6 +24,13 @@ export interface BuiltFunction {
   /** The handler's module in `out`, and what it exports (esbuild's metafile). */
   module: string;
   exports: string[];
+  /**
+   * The source files a cold start compiles and runs: those of the handler's module and of the chunks it imports
+   * statically, transitively (a chunk it imports dynamically is loaded on first use), as paths from the app's root.
+   */
+  loadsAtStart: string[];
+  /** Every source file in the bundle, loaded at start or not. */
+  bundled: string[];
   /** What the function is linked to (SST's links: the resources its code may read). */
   links: string[];
 }
@@ -106,17 +113,38 @@ async function buildTogether(root: string, work: string, batch: Planned[], built
       p.done({ handler: "", out: p.out, errors, sourcemaps: [] });
       continue;
     }
-    const exports = moduleExports(result.metafile, root, join(p.out, `${p.path}.mjs`));
-    built.push({ functionID: p.input.functionID, handler, out: p.out, module: `${p.path}.mjs`, exports, links: Object.keys(p.input.links ?? {}).sort() });
+    const { exports, loadsAtStart, bundled } = moduleFacts(result.metafile, root, join(p.out, `${p.path}.mjs`));
+    built.push({
+      functionID: p.input.functionID, handler, out: p.out, module: `${p.path}.mjs`, exports, loadsAtStart, bundled,
+      links: Object.keys(p.input.links ?? {}).sort(),
+    });
     p.done({ handler, out: p.out, errors: [], sourcemaps: [] });
   }
 }
 
-/** What the module esbuild wrote for `output` exports, by its metafile. */
-function moduleExports(metafile: Metafile | undefined, root: string, output: string): string[] {
+/** What the module esbuild wrote for `output` exports, and which source files it loads, by its metafile. */
+function moduleFacts(metafile: Metafile | undefined, root: string, output: string): Pick<BuiltFunction, "exports" | "loadsAtStart" | "bundled"> {
   // The metafile's paths are relative to the build's working directory, the app's root.
-  const entry = Object.entries(metafile?.outputs ?? {}).find(([path]) => resolve(root, path) === resolve(output));
-  return entry?.[1].exports ?? [];
+  const outputs = metafile?.outputs ?? {};
+  const entry = Object.keys(outputs).find((path) => resolve(root, path) === resolve(output));
+  if (!entry) return { exports: [], loadsAtStart: [], bundled: [] };
+  const atStart = new Set<string>();
+  const visit = (path: string) => {
+    if (atStart.has(path) || !outputs[path]) return;
+    atStart.add(path);
+    for (const i of outputs[path].imports) if (i.kind === "import-statement" && !i.external) visit(i.path);
+  };
+  visit(entry);
+  // Every output this function's build wrote: its module and the chunks it reaches, statically or not.
+  const reached = new Set<string>();
+  const reach = (path: string) => {
+    if (reached.has(path) || !outputs[path]) return;
+    reached.add(path);
+    for (const i of outputs[path].imports) if (!i.external) reach(i.path);
+  };
+  reach(entry);
+  const inputsOf = (paths: Set<string>) => [...new Set([...paths].flatMap((path) => Object.keys(outputs[path]!.inputs)))].sort();
+  return { exports: outputs[entry]!.exports, loadsAtStart: inputsOf(atStart), bundled: inputsOf(reached) };
 }
 
 export interface BuildService {
