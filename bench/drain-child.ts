@@ -15,6 +15,8 @@ export interface DrainResult {
   /** From GO to the worker's start call returning. */
   startup_ms: number;
   peak_rss_mib: number;
+  /** The process's CPU (user + system) from GO to STOP, ms. */
+  cpu_ms: number;
 }
 
 /** `start` starts the worker, calling `hit()` once per handler run, and returns how to stop it. */
@@ -35,14 +37,16 @@ export async function drainChild(start: (hit: () => void) => Promise<() => Promi
   process.stdout.write("READY\n");
   await go;
   const t0 = now();
+  const cpu0 = process.cpuUsage();
   const stop = await start(() => calls++);
   const startupMs = now() - t0;
   const progress = setInterval(() => {
     if (calls !== reported) process.stdout.write(`P ${(reported = calls)}\n`);
   }, 10);
   await next("STOP");
+  const cpu = process.cpuUsage(cpu0);
   clearInterval(progress);
   await stop();
   lines.close();
-  return { handler_calls: calls, startup_ms: round(startupMs, 1), peak_rss_mib: peakRssMiB() };
+  return { handler_calls: calls, startup_ms: round(startupMs, 1), peak_rss_mib: peakRssMiB(), cpu_ms: round((cpu.user + cpu.system) / 1000, 1) };
 }

@@ -26,7 +26,9 @@ const PICKED_COLUMNS = (rated: boolean) =>
 
 /**
  * Fair: the distinct groups with queued jobs, found by a skip scan of
- * jobs_fair_ready_idx (one probe per group) starting after $6 and wrapping
+ * jobs_fair_ready_idx (one probe per group: `fair_group_after`, a function
+ * of migration 0015 so that the probe's plan cannot turn into a scan of the
+ * queue when the table's statistics are stale) starting after $6 and wrapping
  * round, at most $2 + 1 of them: the first $2 share the claim, and the one
  * beyond tells the caller whether more than one group waits, whatever the
  * claim's size. First pass: from each sharing group's own range of that
@@ -39,20 +41,14 @@ const PICKED_COLUMNS = (rated: boolean) =>
  */
 const FAIR_PICK = (rated: boolean) => `
 with recursive after_start(g) as (
-  (select j.fair_group from leasehold.jobs j where j.status = 'queued' and j.queue = $1::text and j.fair_group > $6::text
-   order by j.fair_group limit 1)
+  select leasehold.fair_group_after($1::text, $6::text)
   union all
-  select (select j.fair_group from leasehold.jobs j where j.status = 'queued' and j.queue = $1::text and j.fair_group > a.g
-          order by j.fair_group limit 1)
-  from after_start a where a.g is not null
+  select leasehold.fair_group_after($1::text, a.g) from after_start a where a.g is not null
 ), up_to_start(g) as (
-  (select j.fair_group from leasehold.jobs j where j.status = 'queued' and j.queue = $1::text and j.fair_group <= $6::text
-   order by j.fair_group limit 1)
+  select g from (select leasehold.fair_group_from($1::text, '')) f(g) where g <= $6::text
   union all
-  select (select j.fair_group from leasehold.jobs j where j.status = 'queued' and j.queue = $1::text and j.fair_group > u.g
-            and j.fair_group <= $6::text
-          order by j.fair_group limit 1)
-  from up_to_start u where u.g is not null
+  select n.g from up_to_start u, lateral (select leasehold.fair_group_after($1::text, u.g)) n(g)
+  where u.g is not null and n.g <= $6::text
 ), groups as (
   select listed.g, listed.turn from unnest(array(
     select g from after_start where g is not null
@@ -91,16 +87,13 @@ with recursive after_start(g) as (
 
 /**
  * Whether a group other than $6 has queued jobs: two probes of
- * jobs_fair_ready_idx (the first group before $6, the first after it, each
- * written as the skip scan's ordered `limit 1`: as `exists`, the planner
- * takes a sequential scan when the statistics say many rows have another
- * group, though none of this queue's do), evaluated once per statement. Like the fair claim's group walk it counts
- * a group whose jobs are all delayed.
+ * jobs_fair_ready_idx, the last group before $6 and the first after it
+ * (functions of migration 0015, each planned as that index's ordered scan
+ * whatever the statistics say), evaluated once per statement. Like the fair
+ * claim's group walk it counts a group whose jobs are all delayed.
  */
-const OTHER_GROUP_QUEUED = `((select o.fair_group from leasehold.jobs o where o.status = 'queued' and o.queue = $1::text
-          and o.fair_group < $6::text order by o.fair_group desc limit 1) is not null
-        or (select o.fair_group from leasehold.jobs o where o.status = 'queued' and o.queue = $1::text
-          and o.fair_group > $6::text order by o.fair_group limit 1) is not null)`;
+const OTHER_GROUP_QUEUED = `(leasehold.fair_group_before($1::text, $6::text) is not null
+        or leasehold.fair_group_after($1::text, $6::text) is not null)`;
 
 /**
  * In priority order, whatever the group: a queue that opts out, suspects,
