@@ -8,8 +8,7 @@ import { functionSpecs, type FunctionSpec } from "../shared/settings/function-sp
 import { ENTRY_KINDS, writeEntries } from "../functions/entries.ts";
 
 const EXT = import.meta.url.endsWith(".js") ? ".js" : ".ts";
-/** This package's handler factories, as a path (local runs import them directly), and each one's own module. */
-const FACTORIES = fileURLToPath(new URL(`../functions/lambda${EXT}`, import.meta.url));
+/** This package's handler factories, each its own module, as a path (local runs import them directly). */
 const factoryModule = (kind: string) => fileURLToPath(new URL(`../functions/${kind}${EXT}`, import.meta.url));
 /** What runs ahead of each local function: the local-only settings (dev/local-env.ts) applied. */
 const PRELUDE = fileURLToPath(new URL(`./lambda/prelude${EXT}`, import.meta.url));
@@ -30,7 +29,7 @@ export function localFunctions(o: { root: string; config: Config; jobsModule: st
   const jobsModule = resolve(o.root, o.jobsModule);
   const hash = createHash("sha256").update(JSON.stringify([o.config, jobsModule])).digest("hex").slice(0, 16);
   const dir = join(o.root, ".leasehold", "local", hash);
-  const files = writeEntries({ dir, jobsModule, config: o.config, factories: FACTORIES, factoryModule });
+  const files = writeEntries({ dir, jobsModule, config: o.config, factories: factoryModule });
   const built = buildSync({
     write: false,
     entryPoints: Object.keys(ENTRY_KINDS).map((kind) => ({ in: files[kind as keyof typeof ENTRY_KINDS], out: kind })),

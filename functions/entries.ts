@@ -26,13 +26,12 @@ export interface EntryOptions {
   /** The app's jobs module (exports `registry`, optionally `recurring`): absolute path. */
   jobsModule: string;
   config: Config;
-  /** Where the factories are imported from: "leasehold/lambda" in an app, a path inside this repository. */
-  factories: string;
   /**
-   * Each factory's own module instead (a path), for a build of every entry at once with splitting: entries that all import
-   * one module share one chunk of everything it reaches, and a runner would load the API's code (dev/functions.ts).
+   * Where the factories are imported from: "leasehold/lambda" in an app, a path inside this repository; or, by kind,
+   * each factory's own module (a path), for a build of every entry at once with splitting: entries that all import one
+   * module share one chunk of everything it reaches, and a runner would load the API's code (dev/functions.ts).
    */
-  factoryModule?: (kind: EntryKind) => string;
+  factories: string | ((kind: EntryKind) => string);
 }
 
 /** An import specifier for `target` from a file in `fromDir`: relative, with forward slashes. */
@@ -43,7 +42,7 @@ function specifier(fromDir: string, target: string): string {
 
 export function entrySource(kind: EntryKind, o: EntryOptions): string {
   const factory = ENTRY_KINDS[kind];
-  const source = o.factoryModule?.(kind) ?? o.factories;
+  const source = typeof o.factories === "string" ? o.factories : o.factories(kind);
   const factories = source.startsWith("/") ? specifier(o.dir, source) : source;
   const app = kind === "migrate" ? `{ config }` : `{ registry: jobs.registry, recurring: jobs.recurring, config }`;
   return [

@@ -35,25 +35,24 @@ where j.dedupe_key is not null and j.status in ('queued', 'running')`;
  */
 const MAX_DEDUPE_ROUNDS = 10;
 
-/** One row as INSERT_ONE's parameters, in INSERT_JOBS' order. */
-const values = (r: Row) => [
-  r.queue, r.name, r.payload, r.priority, r.runAtMs, r.delayMs, r.maxAttempts, r.leaseMs, r.backoffMs, r.group, r.dedupeKey,
-  r.fairGroup, r.concurrencyKey, r.concurrencyLimit, r.rateKey, r.rateLimit, r.ratePeriodMs,
+/** How a batch sends a column: text and numbers as array literals, payloads as one JSON array (shared/db/arrays.ts). */
+const TEXT = (column: readonly unknown[]) => textArray(column as readonly (string | null)[]);
+const NUMBER = (column: readonly unknown[]) => numberArray(column as readonly (number | null)[]);
+const JSON_TEXT = (column: readonly unknown[]) => jsonArray(column as readonly string[]);
+
+/** INSERT_JOBS' parameters in order ($1 to $17), each with how a batch sends it; INSERT_ONE takes the same, one value each. */
+const COLUMNS: readonly (readonly [keyof Row, (column: readonly unknown[]) => string])[] = [
+  ["queue", TEXT], ["name", TEXT], ["payload", JSON_TEXT], ["priority", NUMBER], ["runAtMs", NUMBER], ["delayMs", NUMBER],
+  ["maxAttempts", NUMBER], ["leaseMs", NUMBER], ["backoffMs", NUMBER], ["group", TEXT], ["dedupeKey", TEXT],
+  ["fairGroup", TEXT], ["concurrencyKey", TEXT], ["concurrencyLimit", NUMBER],
+  ["rateKey", TEXT], ["rateLimit", NUMBER], ["ratePeriodMs", NUMBER],
 ];
 
-/** The rows as INSERT_JOBS' parameters: one array literal per column (see shared/db/arrays.ts). */
-const columns = (rows: readonly Row[]) => {
-  const text = (k: "queue" | "name" | "group" | "dedupeKey" | "fairGroup" | "concurrencyKey" | "rateKey") =>
-    textArray(rows.map((r) => r[k]));
-  const number = (k: "priority" | "runAtMs" | "delayMs" | "maxAttempts" | "leaseMs" | "backoffMs" | "concurrencyLimit" | "rateLimit" | "ratePeriodMs") =>
-    numberArray(rows.map((r) => r[k]));
-  return [
-    text("queue"), text("name"), jsonArray(rows.map((r) => r.payload)), number("priority"), number("runAtMs"), number("delayMs"),
-    number("maxAttempts"), number("leaseMs"), number("backoffMs"), text("group"), text("dedupeKey"),
-    text("fairGroup"), text("concurrencyKey"), number("concurrencyLimit"),
-    text("rateKey"), number("rateLimit"), number("ratePeriodMs"),
-  ];
-};
+/** One row as INSERT_ONE's parameters. */
+const values = (r: Row) => COLUMNS.map(([k]) => r[k]);
+
+/** The rows as INSERT_JOBS' parameters: one literal per column. */
+const columns = (rows: readonly Row[]) => COLUMNS.map(([k, send]) => send(rows.map((r) => r[k])));
 
 /**
  * Row indexes in the one order every batch takes dedupe keys in, by
