@@ -128,23 +128,22 @@ function moduleFacts(metafile: Metafile | undefined, root: string, output: strin
   const outputs = metafile?.outputs ?? {};
   const entry = Object.keys(outputs).find((path) => resolve(root, path) === resolve(output));
   if (!entry) return { exports: [], loadsAtStart: [], bundled: [] };
-  const atStart = new Set<string>();
-  const visit = (path: string) => {
-    if (atStart.has(path) || !outputs[path]) return;
-    atStart.add(path);
-    for (const i of outputs[path].imports) if (i.kind === "import-statement" && !i.external) visit(i.path);
+  // The source files of the entry's module and of the chunks it reaches through the imports `follow` takes.
+  const sourcesFrom = (follow: (kind: string) => boolean) => {
+    const reached = new Set<string>();
+    const reach = (path: string) => {
+      if (reached.has(path) || !outputs[path]) return;
+      reached.add(path);
+      for (const i of outputs[path].imports) if (!i.external && follow(i.kind)) reach(i.path);
+    };
+    reach(entry);
+    return [...new Set([...reached].flatMap((path) => Object.keys(outputs[path]!.inputs)))].sort();
   };
-  visit(entry);
-  // Every output this function's build wrote: its module and the chunks it reaches, statically or not.
-  const reached = new Set<string>();
-  const reach = (path: string) => {
-    if (reached.has(path) || !outputs[path]) return;
-    reached.add(path);
-    for (const i of outputs[path].imports) if (!i.external) reach(i.path);
+  return {
+    exports: outputs[entry]!.exports,
+    loadsAtStart: sourcesFrom((kind) => kind === "import-statement"),
+    bundled: sourcesFrom(() => true),
   };
-  reach(entry);
-  const inputsOf = (paths: Set<string>) => [...new Set([...paths].flatMap((path) => Object.keys(outputs[path]!.inputs)))].sort();
-  return { exports: outputs[entry]!.exports, loadsAtStart: inputsOf(atStart), bundled: inputsOf(reached) };
 }
 
 export interface BuildService {
