@@ -95,6 +95,8 @@ export function createRunnerHandler(options: RunnerHandlerOptions): (event: unkn
         idleMs: runnerConfig.idleMs,
         linger: runnerConfig.linger === "fixed" ? "fixed" : environmentLinger(fleetName, runnerConfig.pollMs, runnerConfig.idleMs),
         pollMs: runnerConfig.pollMs,
+        // Waiting for work, one of its connections listens for enqueues; with one, it only polls.
+        bell: config.connectionsPerRunner > 1,
         waitUntil: parsed.data.waitUntil,
         onFollowUp: () => waker.wake(),
         limits,

@@ -31,7 +31,7 @@ describe("the migrator", () => {
       "select table_name from information_schema.tables where table_schema = $1 order by 1",
       [schema],
     );
-    expect(rows.map((r) => r.table_name)).toEqual(["attempts", "concurrency_slots", "job_attempts", "job_steps", "jobs", "migrations", "rate_windows", "recurring_ticks", "runners", "throttle_windows", "wake_watch"]);
+    expect(rows.map((r) => r.table_name)).toEqual(["attempts", "concurrency_slots", "job_attempts", "job_steps", "jobs", "listeners", "migrations", "rate_windows", "recurring_ticks", "runners", "throttle_windows", "wake_watch"]);
   });
 
   it("rolls back a failing migration whole and records nothing", async () => {

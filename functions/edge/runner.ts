@@ -71,6 +71,8 @@ export async function handleRun(request: Request, env: EdgeEnv, ctx: WaitUntil, 
         // Per isolate, as a Lambda runner's per environment: arrivals seen by earlier runs count.
         linger: runner.linger === "fixed" ? "fixed" : environmentLinger(name, runner.pollMs, runner.idleMs),
         pollMs: runner.pollMs,
+        // Waiting for work, one of its connections listens for enqueues; with one, it only polls.
+        bell: edge.connectionsPerRunner > 1,
         log: edgeLog,
         // A handler's follow-ups are refused, as the API refuses them, when no runner could run them.
         limits: { serving: servingRules(config) },

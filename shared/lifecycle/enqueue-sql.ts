@@ -1,5 +1,24 @@
 import { startsFirstSql } from "./attempt-rules.ts";
 
+/** The channel runners waiting for work listen on (shared/runner/bell.ts); the payload is the schema-qualified queue. */
+export const JOB_READY_CHANNEL = "leasehold_job_ready";
+
+/**
+ * The bell (migration 0016): a notification for each queue of `inserted`
+ * with a job due now that a waiting runner listens for. With no listener
+ * row at all the one-time filter skips the rest, so an enqueue nobody
+ * waits on takes no notify lock at its commit. Evaluated once, as the
+ * filter `RUNG` of the statement's result; the payload is rewritten with
+ * the schema.
+ */
+const RING = `, rung as (
+  select count(pg_notify('${JOB_READY_CHANNEL}', 'leasehold.' || b.queue)) as n
+  from (select distinct i.queue from inserted i
+        where i.run_at <= now() and exists (select 1 from leasehold.listeners where expires_at > now())) b
+  where exists (select 1 from leasehold.listeners l where b.queue = any(l.queues) and l.expires_at > now())
+)`;
+const RUNG = "(select n from rung) >= 0";
+
 /**
  * The enqueue's transitions: a job comes into being `queued` (a plain
  * insert, one with a dedupe key, a debounced or a throttled one), or
@@ -34,9 +53,9 @@ order by i`;
  */
 export const INSERT_JOBS = `
 with inserted as (${COLUMNS}
-  returning id
-)
-select string_agg(id::text, ',' order by id) as ids from inserted`;
+  returning id, queue, run_at
+)${RING}
+select string_agg(id::text, ',' order by id) as ids from inserted where ${RUNG}`;
 
 /**
  * One job without a dedupe key, the commonest enqueue (a route's): the same
@@ -45,6 +64,7 @@ select string_agg(id::text, ',' order by id) as ids from inserted`;
  * 1.7-2.1 ms), where the planner has no statistics yet.
  */
 export const INSERT_ONE = `
+with inserted as (
 insert into leasehold.jobs
   (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms, group_key, dedupe_key,
    fair_group, concurrency_key, concurrency_limit, rate_key, rate_limit, rate_period_ms)
@@ -52,13 +72,18 @@ values ($1::text, $2::text, $3::jsonb, $4::smallint,
         coalesce(to_timestamp($5::float8 / 1000), now() + $6::float8 * interval '1 millisecond'),
         $7::integer, $8::integer, $9::integer, $10::text, $11::text, $12::text, $13::text, $14::integer,
         $15::text, $16::integer, $17::integer)
-returning id::text`;
+returning id, queue, run_at
+)${RING}
+select id::text from inserted where ${RUNG}`;
 
 /** A key already pending is skipped, never written to: its runner must not wait on our transaction. */
-export const INSERT_JOBS_DEDUPED = `${COLUMNS}
-on conflict (name, dedupe_key) where dedupe_key is not null and status in ('queued', 'running')
-do nothing
-returning id::text, name, dedupe_key`;
+export const INSERT_JOBS_DEDUPED = `
+with inserted as (${COLUMNS}
+  on conflict (name, dedupe_key) where dedupe_key is not null and status in ('queued', 'running')
+  do nothing
+  returning id, name, dedupe_key, queue, run_at
+)${RING}
+select id::text, name, dedupe_key from inserted where ${RUNG}`;
 
 /** The row of the insert that is a claim: attempt 1 counted, a fresh lease token and expiry, the runner's id. */
 const CLAIMED_ROW = `$1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text,
@@ -99,11 +124,11 @@ ${claimedInsert(`select ${CLAIMED_ROW}\nfrom ahead where not ahead.waiting`)}
   insert into leasehold.jobs (queue, name, payload, priority, max_attempts, lease_ms, backoff_ms, group_key, fair_group)
   select $1::text, $2::text, $3::jsonb, $4::smallint, $5::integer, $6::integer, $7::integer, $8::text, $10::text
   from ahead where ahead.waiting
-  returning id::text
-)
+  returning id, queue, run_at
+), inserted as (select * from queued)${RING}
 select c.*, true as claimed from claimed c
 union all
-select q.id, null, null, null, null, null, null, null, null, null, null, false from queued q`;
+select q.id::text, null, null, null, null, null, null, null, null, null, null, false from queued q where ${RUNG}`;
 
 /**
  * Inserts each row's job, or, where its key already has a job no runner has

@@ -47,6 +47,11 @@ export async function claimLoop(r: RunnerParts): Promise<WorkerSummary["exit"]> 
     if (idle && clock.now() - lastWorkAt >= linger.ms()) return "idle";
     if (!idle) lastWorkAt = clock.now();
     const untilIdleMs = linger.ms() - (clock.now() - lastWorkAt);
+    // Room for work, none found, and staying (for the jobs it runs, or at
+    // least a poll of its linger): listen for the next enqueue
+    // (runner/bell.ts), then claim once more for one enqueued before the
+    // bell listened.
+    if (want > 0 && r.bell && (!idle || untilIdleMs >= r.pollMs) && (await r.bell.listen())) continue;
     await r.waiter.pause(clock, waitMs({ want, idle, untilIdleMs, pollMs: r.pollMs, opensInMs }), want <= 0);
   }
 }
@@ -64,7 +69,7 @@ function wanted({ slots, producer, isolation, gauge, options }: RunnerParts): nu
 }
 
 /** One claim of `want`, of which rate-limited jobs only as many as there are free slots; timed for the prefetch gauge. */
-async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLeaseMs }: RunnerParts, want: number): Promise<number> {
+async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLeaseMs, bell }: RunnerParts, want: number): Promise<number> {
   waiter.requested = false;
   const idleBefore = slots.busy === 0 && producer.buffered === 0;
   const rateRoom = Math.max(0, slots.size - slots.busy - producer.buffered);
@@ -74,6 +79,8 @@ async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLea
   // An arrival: work found after an idle spell, or the first (runner/linger.ts).
   if (claimed > 0 && (idleBefore || tally.summary.claimed === 0)) linger.arrived();
   tally.claimed(claimed);
+  // A full claim: busy, with no use for the bell until a claim comes back short.
+  if (claimed === want && bell?.listening) void bell.quiet();
   return claimed;
 }
 
@@ -98,6 +105,7 @@ export function waitMs(a: { want: number; idle: boolean; untilIdleMs: number; po
 export async function closeDown(r: RunnerParts): Promise<void> {
   r.slots.stop();
   for (const b of r.producer.takeAll()) giveBack(r, b);
+  await r.bell?.quiet();
   await r.slots.ended();
   await r.completer.drain();
 }

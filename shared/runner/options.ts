@@ -50,6 +50,14 @@ export interface WorkerOptions {
   linger?: "fixed" | "adaptive" | Linger;
   /** Wait between claims that found nothing; default: the config's. */
   pollMs?: number;
+  /**
+   * Listen for enqueues while waiting for work, on one connection of
+   * `store.db`'s pool (shared/runner/bell.ts): a job enqueued then starts
+   * without waiting for the poll. Only for a pool of two connections or
+   * more: the claims need one. Default: off (the deployed runners turn it
+   * on).
+   */
+  bell?: boolean;
   /** Stay (claiming every `pollMs`) at least until this time on `clock`: started ahead of a due job. */
   waitUntil?: number;
   /**

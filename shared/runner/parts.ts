@@ -1,3 +1,4 @@
+import type { Bell } from "./bell.ts";
 import type { PrefetchGauge } from "./prefetch.ts";
 import { pause, type Clock } from "./clock.ts";
 import type { Completer } from "./completer.ts";
@@ -18,6 +19,8 @@ export interface RunnerParts {
   tally: Tally;
   isolation: Isolation;
   waiter: Waiter;
+  /** Rings when a job is enqueued for a runner waiting for work (`WorkerOptions.bell`). */
+  bell: Bell | null;
   gauge: PrefetchGauge;
   /** How long to stay with nothing to do (runner/linger.ts, or the fixed `idleMs`), and where arrivals are told. */
   linger: { ms(): number; arrived(): void };

@@ -130,9 +130,12 @@ export async function passRateWindows(t: TestDb, ms: number, where = "true", val
  * once no query has been in flight for several turns of the event loop (no
  * timer: a runner on a ManualClock is then waiting on that clock, or done).
  */
-export function watchedStore(store: Store): { store: Store; atRest(): Promise<void> } {
+export function watchedStore(store: Store, options: { connect?: boolean } = {}): { store: Store; atRest(): Promise<void> } {
   let inFlight = 0;
+  const pool = store.db as Partial<Pool>;
   const db = {
+    // `connect: true`: the pool's clients too, their queries watched (a runner's bell listens on one).
+    ...(options.connect && pool.connect ? { connect: async () => watched(await pool.connect!()) } : {}),
     async query<R = Record<string, unknown>>(text: string, values?: unknown[]) {
       inFlight++;
       try {
@@ -142,6 +145,22 @@ export function watchedStore(store: Store): { store: Store; atRest(): Promise<vo
       }
     },
   };
+  const watched = <C extends object>(client: C): C =>
+    new Proxy(client, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== "function") return value;
+        if (key !== "query") return value.bind(target);
+        return async (...args: unknown[]) => {
+          inFlight++;
+          try {
+            return await value.apply(target, args);
+          } finally {
+            inFlight--;
+          }
+        };
+      },
+    });
   return {
     store: { schema: store.schema, db },
     async atRest() {
