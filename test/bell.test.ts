@@ -66,6 +66,30 @@ describe.each(drivers)("the bell (%s driver)", (driver) => {
     expect(await listeners()).toEqual([]);
   });
 
+  it("found work disarms it (no row, so enqueues ring no one), and an empty claim a quiet spell later arms it again", async () => {
+    const { Bell } = await import("../shared/runner/bell.ts");
+    let rings = 0;
+    const clock = new ManualClock();
+    const bell = new Bell({ store: t, clock, queues: ["bell"], runnerId: `arm-${driver}`, quietMs: 1_000, onRing: () => rings++, log: logged() });
+    expect(await bell.listen()).toBe(true);
+    expect(await listeners()).toEqual([{ runner_id: `arm-${driver}`, queues: ["bell"] }]);
+    await enqueue(t, rung, {});
+    await until(() => rings === 1);
+    bell.found();
+    await until(async () => (await listeners()).length === 0);
+    expect(bell.listening).toBe(true);
+    // Work was found less than a poll ago: the polls find a stream's jobs.
+    expect(await bell.listen()).toBe(false);
+    await clock.advance(1_000);
+    expect(await bell.listen()).toBe(true);
+    expect(await bell.listen()).toBe(false);
+    await enqueue(t, rung, {});
+    await until(() => rings === 2);
+    await bell.quiet();
+    expect(await listeners()).toEqual([]);
+    await t.admin.query(`delete from "${t.schema}".jobs`);
+  });
+
   it("a cut listening connection leaves the runner polling, then listening again", async () => {
     const log = logged();
     const { clock, atRest, finish } = await waitingRunner(`cut-${driver}`, log);

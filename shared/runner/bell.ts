@@ -9,8 +9,10 @@ import type { WorkerLog } from "./options.ts";
  * room for more, the runner takes one connection of its pool, LISTENs on
  * `leasehold_job_ready` and writes a `listeners` row naming its queues
  * (migration 0016); an enqueue of a job due now on one of them notifies
- * the channel in its own statement (shared/lifecycle/enqueue-sql.ts). When a
- * claim fills its batch the runner is busy and gives the connection back.
+ * the channel in its own statement (shared/lifecycle/enqueue-sql.ts). A
+ * claim that finds work deletes the row (enqueues stop ringing it; the
+ * next claim that finds none writes it again), and one that fills its
+ * batch means the runner is busy: it gives the connection back.
  *
  * A notification only asks for a claim: a missed one (a connection cut, an
  * enqueue that began before the row was written) costs a poll's wait, never
@@ -33,6 +35,12 @@ export interface BellOptions {
   timeoutMs?: number;
   /** After a failure, poll without the bell this long. */
   retryMs?: number;
+  /**
+   * Arm only once this long has passed since a claim last found work (the
+   * runner's poll): a stream that brings work every poll is found by the
+   * polls, and ringing for each of its jobs would only add claims.
+   */
+  quietMs?: number;
 }
 
 export const BELL_TTL_MS = 15_000;
@@ -59,7 +67,10 @@ export class Bell {
   private opening: Promise<boolean> | null = null;
   /** Whether the runner wants to listen: `quiet` during an open closes it once open. */
   private wanted = false;
+  /** Whether its row is written: enqueues ring it, and it heeds them. */
+  private armed = false;
   private retryAt = Number.NEGATIVE_INFINITY;
+  private foundAt = Number.NEGATIVE_INFINITY;
   private cancelRenew: () => void = () => {};
   private readonly payloads: Set<string>;
   private readonly ttlMs: number;
@@ -77,16 +88,44 @@ export class Bell {
   }
 
   /**
-   * Starts listening; resolves true once this call made it listen (the
-   * caller then claims once more: a job enqueued before the row was written
-   * rang no one), false if it already listened, could not, or must wait
-   * after a failure.
+   * A claim found nothing: listens (or, listening, writes its row again);
+   * resolves true once this call armed it (the caller then claims once
+   * more: a job enqueued before the row was written rang no one), false if
+   * it was armed already, could not be, or must wait after a failure.
    */
   listen(): Promise<boolean> {
     this.wanted = true;
-    if (this.client || this.opening || this.o.clock.now() < this.retryAt) return Promise.resolve(false);
+    const now = this.o.clock.now();
+    if (this.opening || now < this.retryAt || now - this.foundAt < (this.o.quietMs ?? 0)) return Promise.resolve(false);
+    if (this.client) return this.armed ? Promise.resolve(false) : this.arm(this.client);
     this.opening = this.open().finally(() => (this.opening = null));
     return this.opening;
+  }
+
+  /**
+   * A claim found work: enqueues stop ringing this runner (its row is
+   * deleted) until a claim finds none again, `quietMs` later. The
+   * connection stays listening. So a runner that keeps up with a stream
+   * costs its enqueues a notification only when its queue ran empty for a
+   * poll in between, not one each.
+   */
+  found(): void {
+    this.foundAt = this.o.clock.now();
+    const client = this.client;
+    if (!client || !this.armed) return;
+    this.armed = false;
+    this.bounded(() => client.query(sql(this.o.store.schema, UNREGISTER), [this.o.runnerId])).catch((err) => this.drop(client, err));
+  }
+
+  private async arm(client: Listener): Promise<boolean> {
+    this.armed = true;
+    try {
+      await this.bounded(() => client.query(sql(this.o.store.schema, REGISTER), [this.o.runnerId, this.o.queues, this.ttlMs]));
+      return true;
+    } catch (err) {
+      this.drop(client, err);
+      return false;
+    }
   }
 
   /** Stops listening and gives the connection back (the runner is busy, or leaving). */
@@ -120,6 +159,7 @@ export class Bell {
       return false;
     }
     this.client = client;
+    this.armed = true;
     this.renewLater();
     // Told to stop while it was opening (a full claim meanwhile).
     if (!this.wanted) {
@@ -156,6 +196,7 @@ export class Bell {
     this.cancelRenew = this.o.clock.after(Math.floor(this.ttlMs / 3), () => {
       const client = this.client;
       if (!client) return;
+      if (!this.armed) return this.renewLater();
       this.bounded(() => client.query(sql(this.o.store.schema, RENEW), [this.o.runnerId, this.ttlMs])).then(
         () => this.client === client && this.renewLater(),
         (err: Error) => this.drop(client, err),
@@ -164,7 +205,7 @@ export class Bell {
   }
 
   private readonly onNotice = (n: { channel: string; payload?: string }) => {
-    if (n.channel === JOB_READY_CHANNEL && n.payload !== undefined && this.payloads.has(n.payload)) this.o.onRing();
+    if (this.armed && n.channel === JOB_READY_CHANNEL && n.payload !== undefined && this.payloads.has(n.payload)) this.o.onRing();
   };
 
   /** The connection broke while listening: dropped, and the runner polls until the next try. */
@@ -182,6 +223,7 @@ export class Bell {
   /** No more rings or renewals from `client`; its error listener stays until it is let go. */
   private stopListening(client: Listener): void {
     this.client = null;
+    this.armed = false;
     this.cancelRenew();
     client.off("notification", this.onNotice);
   }

@@ -47,8 +47,8 @@ export async function claimLoop(r: RunnerParts): Promise<WorkerSummary["exit"]> 
     if (idle && clock.now() - lastWorkAt >= linger.ms()) return "idle";
     if (!idle) lastWorkAt = clock.now();
     const untilIdleMs = linger.ms() - (clock.now() - lastWorkAt);
-    // Room for work, none found, and staying (for the jobs it runs, or at
-    // least a poll of its linger): listen for the next enqueue
+    // Room for work, none found for a poll, and staying (for the jobs it
+    // runs, or at least a poll of its linger): listen for the next enqueue
     // (runner/bell.ts), then claim once more for one enqueued before the
     // bell listened.
     if (want > 0 && r.bell && (!idle || untilIdleMs >= r.pollMs) && (await r.bell.listen())) continue;
@@ -79,8 +79,8 @@ async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLea
   // An arrival: work found after an idle spell, or the first (runner/linger.ts).
   if (claimed > 0 && (idleBefore || tally.summary.claimed === 0)) linger.arrived();
   tally.claimed(claimed);
-  // A full claim: busy, with no use for the bell until a claim comes back short.
-  if (claimed === want && bell?.listening) void bell.quiet();
+  // Work found: no ring needed until a claim finds none; a full claim: busy, the bell's connection goes back.
+  if (claimed > 0 && bell) claimed === want && bell.listening ? void bell.quiet() : bell.found();
   return claimed;
 }
 

@@ -61,7 +61,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     onError: (b, err) => (log.error("runner slot failed; the lease will be rescued", { jobId: b.job.id, error: String(err) }), r.tally.forget(b.job.id)),
     onFreed: () => r.waiter.slotFreed(),
   });
-  r.bell = options.bell ? new Bell({ store, clock, queues, runnerId, log, onRing: () => r.waiter.request() }) : null;
+  r.bell = options.bell ? new Bell({ store, clock, queues, runnerId, log, quietMs: pollMs, onRing: () => r.waiter.request() }) : null;
   r.isolation = new Isolation({ producer: r.producer, completer: r.completer, slots: r.slots, tally: r.tally, maxLeaseMs });
   try {
     r.tally.summary.exit = await claimLoop(r);
