@@ -3,10 +3,9 @@ import { defineConfig } from "vitest/config";
 /**
  * Files whose faults race real leases (2 s, and 1 s) on the machine's real
  * clock: run after the rest of the suite, one at a time, so no other test
- * file's load stretches a Postgres restart or a reconnect past a lease.
- * Beside other files on a 2-core host they ran succeeded jobs again, on the
- * commit before and after alike (the runner's settles could not land in
- * time); alone they keep every count at 0.
+ * file's load adds to the restarts, cuts and stalls they time against a
+ * lease. What they assert does not change; what they measure is the
+ * runner's, not the neighbours'.
  */
 const ALONE = ["test/faults.test.ts", "test/lease-faults.test.ts"];
 

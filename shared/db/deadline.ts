@@ -10,8 +10,13 @@ import type { Queryable, QueryResult, Store } from "./db.ts";
  * connection. The caller picks the deadline (`writeDeadlineMs`).
  */
 
-/** The least a write is given on one connection: a healthy settle round trip, a fresh connection's handshake included. */
-export const WRITE_DEADLINE_FLOOR_MS = 100;
+/**
+ * The least a write is given on one connection: a settle round trip with a
+ * fresh connection's handshake and Postgres's backend start, on a loaded
+ * host. At 100 ms, every try after a cut could run out while connecting,
+ * and the leases with them (docs/internals.md, "The per-write deadline").
+ */
+export const WRITE_DEADLINE_FLOOR_MS = 300;
 
 /**
  * How long one try of a write may take on one connection: a third of the

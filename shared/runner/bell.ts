@@ -10,9 +10,10 @@ import type { WorkerLog } from "./options.ts";
  * `leasehold_job_ready` and writes a `listeners` row naming its queues
  * (migration 0016); an enqueue of a job due now on one of them notifies
  * the channel in its own statement (shared/lifecycle/enqueue-sql.ts). A
- * claim that finds work deletes the row (enqueues stop ringing it; the
- * next claim that finds none writes it again), and one that fills its
- * batch means the runner is busy: it gives the connection back.
+ * claim that finds work deletes the row (enqueues stop ringing it; a
+ * claim that finds none a poll or more later writes it again), and one
+ * that fills its batch means the runner is busy: it gives the connection
+ * back.
  *
  * A notification only asks for a claim: a missed one (a connection cut, an
  * enqueue that began before the row was written) costs a poll's wait, never
