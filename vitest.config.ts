@@ -2,9 +2,10 @@ import { defineConfig } from "vitest/config";
 
 /**
  * Files whose faults race real leases (2 s, and 1 s) on the machine's real
- * clock: run after the rest of the suite, one at a time, so no other test
- * file's load adds to the restarts, cuts and stalls they time against a
- * lease. What they assert does not change; what they measure is the
+ * clock: run first, one at a time, on a fresh database and a machine no
+ * other test file has loaded yet, so nothing else adds to the restarts,
+ * cuts and stalls they time against a lease (run after the suite, on the
+ * database and machine it leaves, the cut test failed every try). What they assert does not change; what they measure is the
  * runner's, not the neighbours'. A failed test there runs again, at most
  * twice: on the 2-core host of 2026-12-03 the cut test re-ran 13 succeeded
  * jobs in one run of four, and a Postgres restart crashed one worker with
@@ -20,8 +21,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     projects: [
-      { extends: true, test: { name: "suite", include: ["test/**/*.test.ts"], exclude: ALONE, sequence: { groupOrder: 0 } } },
-      { extends: true, test: { name: "alone", include: ALONE, fileParallelism: false, retry: 2, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: "suite", include: ["test/**/*.test.ts"], exclude: ALONE, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: "alone", include: ALONE, fileParallelism: false, retry: 2, sequence: { groupOrder: 0 } } },
     ],
   },
 });
