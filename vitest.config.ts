@@ -21,8 +21,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     projects: [
-      { extends: true, test: { name: "suite", include: ["test/**/*.test.ts"], exclude: ALONE, sequence: { groupOrder: 1 } } },
-      { extends: true, test: { name: "alone", include: ALONE, fileParallelism: false, retry: 2, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: "suite", include: ["test/**/*.test.ts"], exclude: ALONE, sequence: { groupOrder: 2 } } },
+      { extends: true, test: { name: "alone", include: ALONE, fileParallelism: false, retry: 2, sequence: { groupOrder: 1 } } },
     ],
   },
 });
