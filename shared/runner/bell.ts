@@ -121,7 +121,7 @@ export class Bell {
   private async arm(client: Listener): Promise<boolean> {
     this.armed = true;
     try {
-      await this.bounded(() => client.query(sql(this.o.store.schema, REGISTER), [this.o.runnerId, this.o.queues, this.ttlMs]));
+      await this.bounded(() => this.register(client));
       return true;
     } catch (err) {
       this.drop(client, err);
@@ -151,7 +151,7 @@ export class Bell {
     try {
       await this.bounded(async () => {
         await client.query(`listen ${JOB_READY_CHANNEL}`);
-        await client.query(sql(this.o.store.schema, REGISTER), [this.o.runnerId, this.o.queues, this.ttlMs]);
+        await this.register(client);
       });
     } catch (err) {
       client.off("notification", this.onNotice);
@@ -168,6 +168,11 @@ export class Bell {
       return false;
     }
     return true;
+  }
+
+  /** Writes (or rewrites) this runner's listener row: enqueues of its queues ring it from now on. */
+  private register(client: Listener): Promise<unknown> {
+    return client.query(sql(this.o.store.schema, REGISTER), [this.o.runnerId, this.o.queues, this.ttlMs]);
   }
 
   /** Deletes the row, stops listening, and gives the connection back (destroyed, if that failed). */
