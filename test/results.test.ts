@@ -133,6 +133,29 @@ describe.each(drivers)("job results and waitForJob (%s driver)", (driver) => {
     expect(await waiting).toMatchObject({ id, status: "cancelled" });
   });
 
+  it("a wait whose connection is terminated takes another, keeps its deadline, and still sees the end", async () => {
+    const { id } = await enqueue(t, square, { n: 4 }, { delayMs: 60_000 });
+    const clock = new ManualClock();
+    const waiting = waitForJobOn(clock, t, id, { timeoutMs: 10_000 });
+    await clock.timerSet();
+    await clock.advance(1_000);
+    // The waiter's backend: its last statement was the read of the job.
+    const killed = await t.admin.query(
+      `select pg_terminate_backend(pid) from pg_stat_activity where query like '%finished_at, last_error from%' and pid <> pg_backend_pid()`,
+    );
+    expect(killed.rowCount).toBe(1);
+    // Lost: the timeout's timer is gone, a reconnect's backoff (at most 2 s) is set in its place.
+    while (!(clock.pending() === 1 && clock.dueIn()! < 2_000)) await new Promise((r) => setImmediate(r));
+    const backoff = clock.dueIn()!;
+    expect(backoff).toBeLessThan(2_000);
+    await clock.advance(backoff);
+    // Listening again, on the deadline set when the wait began.
+    await clock.timerSet();
+    expect(clock.dueIn()).toBe(9_000 - backoff);
+    await cancelJob(t, id);
+    expect(await waiting).toMatchObject({ id, status: "cancelled" });
+  });
+
   it("an abort stops the wait with its reason; a missing job is an error", async () => {
     const { id } = await enqueue(t, square, { n: 2 }, { delayMs: 60_000 });
     const controller = new AbortController();

@@ -13,9 +13,16 @@ export interface Queryable {
   query<R = Record<string, unknown>>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
 }
 
+/** A connection lent by a pool: given back with `release` (with an error, destroyed). */
+export interface PoolClient extends Queryable {
+  release(err?: Error | boolean): void;
+  on(event: "error", listener: (err: Error) => void): unknown;
+  off(event: "error", listener: (err: Error) => void): unknown;
+}
+
 /** A pool: queries, plus a dedicated client for transactions. */
 export interface Pool extends Queryable {
-  connect(): Promise<Queryable & { release(err?: Error | boolean): void }>;
+  connect(): Promise<PoolClient>;
   end(): Promise<void>;
 }
 
@@ -59,16 +66,23 @@ export function sql(schema: string, text: string): string {
 /** Runs `fn` inside a transaction on one pooled client. */
 export async function transaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A lent connection has no listener of its pool's: lost between two
+  // statements, its error would end the process. Heard, it fails the next one.
+  let lost: Error | undefined;
+  const onError = (err: Error) => void (lost ??= err);
+  client.on("error", onError);
   try {
     await client.query("begin");
     const result = await fn(client);
     await client.query("commit");
     return result;
   } catch (err) {
-    await client.query("rollback").catch(() => {});
+    if (!lost) await client.query("rollback").catch(() => {});
     throw err;
   } finally {
-    client.release();
+    // A lost connection is destroyed and keeps the listener: it may still report its end.
+    if (lost) client.release(lost);
+    else (client.off("error", onError), client.release());
   }
 }
 

@@ -2,6 +2,7 @@ import { sql, type Queryable, type Store } from "../db/db.ts";
 import { describeDeaths } from "./deaths.ts";
 import { JOB_ENDED_CHANNEL } from "../lifecycle/settle.ts";
 import { systemClock, type Clock } from "../runner/clock.ts";
+import { retrying } from "../runner/transient.ts";
 
 /**
  * Awaiting a job's end from a route, without a poll loop: one dedicated
@@ -41,7 +42,9 @@ export class WaitTimeoutError extends Error {
 /** A connection that can LISTEN: a pooled client that emits notifications. */
 interface Listener extends Queryable {
   on(event: "notification", fn: (n: { channel: string; payload?: string }) => void): unknown;
+  on(event: "error", fn: (err: Error) => void): unknown;
   off(event: "notification", fn: (n: { channel: string; payload?: string }) => void): unknown;
+  off(event: "error", fn: (err: Error) => void): unknown;
   release(err?: Error | boolean): void;
 }
 
@@ -57,7 +60,9 @@ type EndRow = { status: string; result: unknown; finished_at: Date | null; last_
  * reasons (every attempt's) once it is dead, or its cancellation. Rejects
  * with a `WaitTimeoutError` after `timeoutMs`, with the signal's reason when
  * `signal` aborts, and with an Error when the job does not exist. Holds one
- * connection of the store's pool while it waits.
+ * connection of the store's pool while it waits; if that connection is lost,
+ * it takes another (retrying with backoff while the timeout allows) and reads
+ * the job again, so a notification missed meanwhile costs nothing.
  */
 export function waitForJob(store: Store, id: string, options: WaitOptions): Promise<JobEnd> {
   return waitForJobOn(systemClock, store, id, options);
@@ -72,15 +77,35 @@ export async function waitForJobOn(clock: Clock, store: Store, id: string, optio
   options.signal?.throwIfAborted();
   const pool = store.db as Partial<{ connect: () => Promise<unknown> }>;
   if (typeof pool.connect !== "function") throw new Error("waitForJob needs a pool (a Store whose db can connect a client to LISTEN on)");
-  const client = (await pool.connect()) as Listener;
+  const connect = pool.connect.bind(pool) as () => Promise<Listener>;
+  // A lost connection (a restart, a cut, a terminated backend) costs the wait
+  // nothing but a reconnect: the job's state is in its row, read again once
+  // listening on the next connection. The timeout is the whole wait's.
+  const until = clock.now() + options.timeoutMs;
+  return retrying(() => waitOn(clock, connect, store, id, options, until), { clock, until: () => until });
+}
+
+/** One connection's wait: LISTEN, mark, read, then the notification, the timeout, the abort or the connection's loss. */
+async function waitOn(
+  clock: Clock, connect: () => Promise<Listener>, store: Store, id: string, options: WaitOptions, until: number,
+): Promise<JobEnd> {
+  options.signal?.throwIfAborted();
+  const client = await connect();
   const payload = sql(store.schema, "leasehold.") + id;
   let ended = false;
+  let lost: Error | undefined;
   let wake: () => void = () => {};
   const onNotice = (n: { channel: string; payload?: string }) => {
     if (n.channel !== JOB_ENDED_CHANNEL || n.payload !== payload) return;
     ended = true;
     wake();
   };
+  // A lent connection has no listener of its pool's: unheard, its error would end the process.
+  const onError = (err: Error) => {
+    lost ??= err;
+    wake();
+  };
+  client.on("error", onError);
   client.on("notification", onNotice);
   let broken: Error | undefined;
   try {
@@ -88,7 +113,8 @@ export async function waitForJobOn(clock: Clock, store: Store, id: string, optio
     await client.query(sql(store.schema, MARK_AWAITED), [id]);
     let row = await readEnd(client, store, id);
     if (!TERMINAL.has(row.status)) {
-      await untilEnded(clock, options, () => ended, (fn) => (wake = fn), () => row.status, id);
+      await untilEnded(clock, until, options, () => ended || lost !== undefined, (fn) => (wake = fn), () => row.status, id);
+      if (lost) throw lost;
       row = await readEnd(client, store, id);
     }
     return await toEnd(store, id, row);
@@ -97,10 +123,11 @@ export async function waitForJobOn(clock: Clock, store: Store, id: string, optio
     throw err;
   } finally {
     client.off("notification", onNotice);
+    // A broken connection is destroyed and keeps its listener: it may still report its end.
     if (broken) client.release(broken);
     else {
       await client.query(`unlisten ${JOB_ENDED_CHANNEL}`).then(
-        () => client.release(),
+        () => (client.off("error", onError), client.release()),
         (err: Error) => client.release(err),
       );
     }
@@ -115,7 +142,7 @@ async function readEnd(db: Queryable, store: Store, id: string): Promise<EndRow>
 
 /** Waits for the notification, the timeout or the abort, whichever comes first. */
 function untilEnded(
-  clock: Clock, options: WaitOptions, ended: () => boolean, onWake: (fn: () => void) => void, status: () => string, id: string,
+  clock: Clock, until: number, options: WaitOptions, ended: () => boolean, onWake: (fn: () => void) => void, status: () => string, id: string,
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const done = (err?: unknown) => {
@@ -125,7 +152,7 @@ function untilEnded(
       else resolve();
     };
     const onAbort = () => done(options.signal!.reason);
-    const cancelTimer = clock.after(options.timeoutMs, () => done(new WaitTimeoutError(id, options.timeoutMs, status())));
+    const cancelTimer = clock.after(until - clock.now(), () => done(new WaitTimeoutError(id, options.timeoutMs, status())));
     options.signal?.addEventListener("abort", onAbort, { once: true });
     onWake(() => done());
     // An abort or a notification that came while the job was being read.
