@@ -138,3 +138,47 @@ describe("a claim under statistics that do not know the queue", () => {
     expect(Object.entries(pages).filter(([, n]) => n > 400)).toEqual([]);
   });
 });
+
+describe("a claim finds the jobs it took by their ids, whatever the table's size", () => {
+  const keyed = defineJob({ name: "keyed", schema: payload, queue, handler: () => {}, concurrency: { limit: 5, key: (p) => String(p.i) } });
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb("pg", 2);
+    // A third have one of 100 concurrency keys (at most 5 running each), so the limited claims read the holders of their slots.
+    await enqueueJobs(t, Array.from({ length: 10_000 }, (_, i) => (i % 3 === 0 ? job(keyed, { i: i % 100 }) : job(plain, { i }))));
+    await t.admin.query(`analyze "${t.schema}".jobs`);
+  });
+  afterAll(() => t.drop());
+
+  /** Every node of a JSON plan, flattened. */
+  type Node = { "Node Type": string; "Relation Name"?: string; "Actual Rows"?: number; "Actual Loops"?: number; Plans?: Node[] };
+  const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+
+  it("a claim of 1,000 from a table of 10,000 reads no table whole (joined on ids alone, the table was hashed in full)", async () => {
+    // Slots held: a claim that stays makes the limited claims below read the holders still running.
+    const held = await t.admin.query(sql(t.schema, CLAIMS.plain.limited), [queue, 1_000, 60_000, "r", ["plain", "keyed"], null, null]);
+    expect(held.rowCount).toBe(1_000);
+    const seen: string[] = [];
+    for (const pick of ["fair", "plain"] as const) {
+      for (const [limits, text] of Object.entries(CLAIMS[pick])) {
+        const values = [queue, 1_000, 60_000, "r", ["plain", "keyed"], pick === "fair" ? "" : null, pick === "fair" ? 1_000 : null, ...(limits === "rated" ? [1_000] : [])];
+        // Each on the same queue: the claim is rolled back.
+        const client = await t.admin.connect();
+        let plan: Node;
+        try {
+          await client.query("begin");
+          const { rows } = await client.query<{ "QUERY PLAN": { Plan: Node }[] }>(`explain (analyze, format json) ${sql(t.schema, text)}`, values);
+          plan = rows[0]!["QUERY PLAN"][0]!.Plan;
+        } finally {
+          await client.query("rollback");
+          client.release();
+        }
+        expect(plan["Actual Rows"], `${pick}/${limits}`).toBeGreaterThan(100);
+        const scans = nodes(plan).filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "jobs" && n["Actual Loops"]! > 0);
+        expect(scans.map((n) => `${n["Node Type"]} on ${n["Relation Name"]}: ${n["Actual Rows"]} rows`), `${pick}/${limits}`).toEqual([]);
+        seen.push(`${pick}/${limits}`);
+      }
+    }
+    expect(seen).toHaveLength(6);
+  });
+});
