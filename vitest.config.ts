@@ -5,12 +5,9 @@ import { defineConfig } from "vitest/config";
  * clock: run first, one at a time, on a fresh database and a machine no
  * other test file has loaded yet, so nothing else adds to the restarts,
  * cuts and stalls they time against a lease (run after the suite, on the
- * database and machine it leaves, the cut test failed every try). What they assert does not change; what they measure is the
- * runner's, not the neighbours'. A failed test there runs again, at most
- * twice: on the 2-core host of 2026-12-03 the cut test re-ran 13 succeeded
- * jobs in one run of four, and a Postgres restart crashed one worker with
- * an unheard 'error' event in one of about eight (docs/internals.md, "Known
- * limits"); every try is reported, and a failure every time still fails.
+ * database and machine it leaves, the cut test failed every try). What they
+ * assert does not change; what they measure is the runner's, not the
+ * neighbours'.
  */
 const ALONE = ["test/faults.test.ts", "test/lease-faults.test.ts"];
 
@@ -22,7 +19,7 @@ export default defineConfig({
     pool: "forks",
     projects: [
       { extends: true, test: { name: "suite", include: ["test/**/*.test.ts"], exclude: ALONE, sequence: { groupOrder: 2 } } },
-      { extends: true, test: { name: "alone", include: ALONE, fileParallelism: false, retry: 2, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: "alone", include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },
 });

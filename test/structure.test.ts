@@ -218,6 +218,7 @@ const MUST_USE_REAL_TIME: Record<string, string> = {
   "lease-faults.test.ts": "1 s leases through a proxy that cuts and silences real connections (the drivers' real timeouts), and the per-write deadline on a real connection gone silent",
   "limits-faults.test.ts": "worker processes SIGKILLed at random moments",
   "step-deaths.test.ts": "worker processes SIGKILLed at random moments mid-step",
+  "lent-connections.test.ts": "a real connection's answer and its loss held in the TCP fault proxy and delivered in one read",
 };
 
 /** Files that still sleep but need not (issue 23's remainder): none left; a file that starts sleeping goes above, with its reason, or not at all. */

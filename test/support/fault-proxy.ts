@@ -45,7 +45,7 @@ export interface FaultProxy {
    * f of them, spread evenly from the first: connections 0, 1/f, 2/f ...
    */
   stallFraction(f: number, options?: { afterBytes?: number }): void;
-  /** Holds every byte of every pair (live and new) until `resume()`, which delivers them in order. */
+  /** Holds every byte of every pair (live and new), and a server's hang-up behind them, until `resume()`, which delivers them in order. */
   stallAll(): void;
   resume(): void;
   close(): Promise<void>;
@@ -77,6 +77,8 @@ interface Pair {
   /** Server bytes parsed so far while looking for the first ReadyForQuery. */
   startup: Buffer;
   bytesAfterStartup: number;
+  /** The server hung up while bytes to the client were held: the client sees the end after them. */
+  hungUp?: boolean;
 }
 
 /** Whether the server's startup reply (type byte + int32 length messages) has reached ReadyForQuery ('Z'). */
@@ -191,6 +193,8 @@ export function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy>
     for (const s of [client, upstream]) {
       s.on("error", () => destroy(p));
       s.on("close", () => {
+        // The server hanging up during a pause is news like its bytes: it reaches the client after them, on resume.
+        if (s === upstream && paused && !p.silent && p.down.held.length > 0) return void (p.hungUp = true);
         if (!p.silent || (client.destroyed && upstream.destroyed)) destroy(p);
       });
     }
@@ -250,6 +254,7 @@ export function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy>
               }
               lane.heldBytes = 0;
             }
+            if (p.hungUp) p.client.end(() => destroy(p));
           }
         },
         close() {

@@ -30,11 +30,32 @@ export function poolTimeouts(given: Partial<ConnectionTimeouts>) {
  * A pool emits `error` when an idle connection dies (a restart, a reset, a
  * terminated backend). Unheard, that event kills the process; heard, the pool
  * just drops the connection and opens another on the next query.
+ *
+ * A lent connection is the other case. pg-pool takes its own listener off a
+ * connection as it lends it, in the same turn as the release (or the connect)
+ * that freed it, while a caller of the promise `connect()` can add its own
+ * only a microtask later; the driver parses a whole socket read at once, so a
+ * loss read with the message that freed the connection (on a loaded host, a
+ * restart's answer and its "terminating connection" together) was emitted in
+ * between, unheard, and ended the process. So every connection keeps a
+ * listener of its own for life. Whoever holds it still learns of the loss:
+ * its next query fails (the connection is no longer queryable), and the pool
+ * drops it when it comes back.
  */
 export function survivingIdleErrors<P extends { on(event: "error", listener: (err: Error) => void): unknown }>(
   pool: P,
   onError: (err: Error) => void = () => {},
 ): P {
   pool.on("error", onError);
+  (pool as unknown as { on(event: "connect", listener: (client: ErrorEmitter) => void): unknown }).on("connect", (client) =>
+    client.on("error", heardElsewhere),
+  );
   return pool;
 }
+
+interface ErrorEmitter {
+  on(event: "error", listener: (err: Error) => void): unknown;
+}
+
+/** A lent connection's loss: its holder hears of it from its next query. */
+const heardElsewhere = () => {};
