@@ -132,10 +132,6 @@ const SUSPECTS_WAITING = `exists (select 1 from leasehold.jobs s
  * drawn once per statement, then the job's id: unique to this claim of this
  * job, at one `gen_random_uuid()` per claim instead of one per job (each
  * costs about 3.5 µs of the database's CPU, a sixth of claiming a job).
- * The jobs are found again by their ids as one array (`id = any(...)`, a
- * probe of the primary key for each): joined on the ids alone, a table the
- * planner thinks small was read whole into a hash on every claim, every
- * version of every row, half a 500-job claim's time (docs/internals.md).
  */
 const claimUpdate = (from: "admitted" | "picked", extra: string, rated = false) => `update leasehold.jobs j
 set status = 'running',
@@ -147,7 +143,7 @@ set status = 'running',
     runner_id = $4::text,
     started_at = now()
 from ${from} a
-where j.id = a.id and j.id = any(array(select id from ${from}))${extra ? ` ${extra}` : ""}
+where j.id = a.id ${extra}
 returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
           j.lease_token::text, j.runs, ${startsFirstSql("j.")} as start_first,${rated ? " j.rate_key is not null as rated," : ""} a.ord::integer,
           (select g from groups where turn <= $2::integer order by turn desc limit 1) as last_group,
@@ -194,7 +190,7 @@ const CONCURRENCY_TAIL = (from: string, rated: boolean) => `, keyed as (
   select l.key, h.id, h.run from locked l
   cross join lateral unnest(l.job_ids, l.runs) as h(id, run)
   join leasehold.jobs j on j.id = h.id
-  where ${HOLDS_SLOT("j", "h")} and j.id = any(array(select unnest(job_ids) from locked))
+  where ${HOLDS_SLOT("j", "h")}
 ), admitted as (
   select p.* from (
     select p.*, row_number() over (partition by p.concurrency_key order by p.ord) as nth from ${from} p
