@@ -1,6 +1,6 @@
 /**
  * The one-call enqueue by CPU as well as time, for a host too busy for wall
- * times alone (docs/internals.md, "Levers", 8):
+ * times alone (bench/levers.md, lever 8):
  *
  *   npx tsx bench/enqueue-cpu.ts [runs=5] [libs=leasehold,graphile,pgboss] [n=10000]
  *

@@ -57,6 +57,7 @@ describe("the packed package in an outside SST app", () => {
     // 234 files, 305 kB packed, 941 kB unpacked with rate limits, the runner in its parts and the synthesized deploy check
     // (a third of it the docs, which ship so the README's links resolve);
     // 327 kB packed, 1,006 kB unpacked after issue 24's measurements went into docs/internals.md (99 kB of text, linked from the README).
+    // 341 kB with the levers' working notes in it too (CI failed here); they moved to bench/levers.md, which does not ship: 332 kB, 1,021 kB.
     expect(packed.files.length).toBeLessThan(250);
     expect(packed.size).toBeLessThan(340_000);
     expect(packed.unpackedSize).toBeLessThan(1_100_000);
