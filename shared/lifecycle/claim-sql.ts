@@ -132,22 +132,35 @@ const SUSPECTS_WAITING = `exists (select 1 from leasehold.jobs s
  * drawn once per statement, then the job's id: unique to this claim of this
  * job, at one `gen_random_uuid()` per claim instead of one per job (each
  * costs about 3.5 µs of the database's CPU, a sixth of claiming a job).
+ * The update finds its jobs by their ids as one array (one scan of the
+ * primary key), and their places are joined back to the rows it returns,
+ * both of the batch's size: an update joined to the picked jobs was hashed
+ * against the whole table once the planner had statistics that called it
+ * small (10,000 jobs: every version of every row read to update 500, half
+ * the claim's time), and the array beside that join became a filter on
+ * every probe on a table without statistics (bench/levers.md, lever 13).
  */
-const claimUpdate = (from: "admitted" | "picked", extra: string, rated = false) => `update leasehold.jobs j
-set status = 'running',
-    attempts = j.attempts + 1,
-    runs = j.runs + 1,
-    handler_started = false,
-    lease_token = encode(substr(uuid_send((select gen_random_uuid())), 1, 8) || int8send(j.id), 'hex')::uuid,
-    lease_expires_at = now() + j.lease_ms * interval '1 millisecond',
-    runner_id = $4::text,
-    started_at = now()
-from ${from} a
-where j.id = a.id ${extra}
-returning j.id::text, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
-          j.lease_token::text, j.runs, ${startsFirstSql("j.")} as start_first,${rated ? " j.rate_key is not null as rated," : ""} a.ord::integer,
-          (select g from groups where turn <= $2::integer order by turn desc limit 1) as last_group,
-          (select count(*)::integer from groups) as group_count, ${SUSPECTS_WAITING} as suspects_waiting`;
+const claimUpdate = (from: "admitted" | "picked", extra: string, rated = false) => `, taken as (
+  select a.id, a.ord from ${from} a where true ${extra}
+), claimed as (
+  update leasehold.jobs j
+  set status = 'running',
+      attempts = j.attempts + 1,
+      runs = j.runs + 1,
+      handler_started = false,
+      lease_token = encode(substr(uuid_send((select gen_random_uuid())), 1, 8) || int8send(j.id), 'hex')::uuid,
+      lease_expires_at = now() + j.lease_ms * interval '1 millisecond',
+      runner_id = $4::text,
+      started_at = now()
+  where j.id = any(array(select t.id from taken t))
+  returning j.id, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
+            j.lease_token::text, j.runs, ${startsFirstSql("j.")} as start_first${rated ? ", j.rate_key is not null as rated" : ""}
+)
+select c.id::text, c.queue, c.name, c.payload, c.attempts, c.max_attempts, c.lease_ms, c.backoff_ms,
+       c.lease_token, c.runs, c.start_first,${rated ? " c.rated," : ""} t.ord::integer,
+       (select g from groups where turn <= $2::integer order by turn desc limit 1) as last_group,
+       (select count(*)::integer from groups) as group_count, ${SUSPECTS_WAITING} as suspects_waiting
+from claimed c join taken t on t.id = c.id`;
 
 /**
  * Whether the run `h` (a job id and run number in a key's slots) still holds
