@@ -17,9 +17,11 @@ import { round } from "./stats.ts";
 
 /**
  * Execute throughput of the edge runner in workerd beside the Lambda
- * runner's loop in Node, in one run, on one database, both through the Neon
- * driver over the same local WebSocket relay; and the edge runner's CPU time
- * (the workerd process's, read from /proc) priced at Workers Paid rates.
+ * runner's loop in Node, on one database, both through the Neon driver over
+ * the same local WebSocket relay; and the edge runner's CPU time (the workerd
+ * process's, read from /proc) priced at Workers Paid rates. Every run, with
+ * the two drains in turn first (odd runs Node first, even runs workerd), so
+ * neither always meets the warmer database.
  */
 const SCHEMA = "leasehold";
 const SECRET = "bench-runner-secret-0123456789abcdef";
@@ -68,15 +70,16 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
     const dbNow = async () => (await admin.query<{ t: Date }>("select clock_timestamp() as t")).rows[0]!.t;
 
     // The Lambda runner's loop, in Node, through the Neon driver.
-    await enqueueJobs(store, specs);
-    const pool = createNeonPool(dsn, { max: 3, wsProxy: relay.address, webSocketConstructor: WebSocket });
-    let startedAt = await dbNow();
-    const node = await runWorker({ linger: "fixed", store: { db: pool, schema: SCHEMA }, registry: edgeBenchRegistry, queues: ["default"], runnerId: "node", slots: ctx.sizes.slots, idleMs: 300, pollMs: 20 });
-    await pool.end();
-    const lambda = { ...(await drained(startedAt)), claimed: node.claimed };
+    const inNode = async () => {
+      await enqueueJobs(store, specs);
+      const pool = createNeonPool(dsn, { max: 3, wsProxy: relay.address, webSocketConstructor: WebSocket });
+      const startedAt = await dbNow();
+      const node = await runWorker({ linger: "fixed", store: { db: pool, schema: SCHEMA }, registry: edgeBenchRegistry, queues: ["default"], runnerId: `node-${ctx.run}`, slots: ctx.sizes.slots, idleMs: 300, pollMs: 20 });
+      await pool.end();
+      return { ...(await drained(startedAt)), claimed: node.claimed };
+    };
 
     // The edge runner, in workerd, one invocation.
-    await enqueueJobs(store, specs);
     mf = new Miniflare({
       modules: true, script: await bundleEdgeWorker("bench/edge-worker.ts", { wsProxy: relay.address }), compatibilityDate: "2026-04-01",
       bindings: {
@@ -90,14 +93,22 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
       structuredWorkerdLogs: true,
     });
     await mf.ready;
-    const cpuBefore = workerdCpuMs();
-    startedAt = await dbNow();
-    const res = await mf.dispatchFetch("https://edge/leasehold/run", {
-      method: "POST", headers: { "x-leasehold-runner-secret": SECRET }, body: JSON.stringify({ runner: "edge-runner", invocationId: "bench" }),
-    });
-    const summary = JSON.parse(await res.text()) as { claimed: number };
-    const cpuMs = workerdCpuMs() - cpuBefore;
-    const edge = { ...(await drained(startedAt)), claimed: summary.claimed };
+    const inWorkerd = async () => {
+      await enqueueJobs(store, specs);
+      const cpuBefore = workerdCpuMs();
+      const startedAt = await dbNow();
+      const res = await mf!.dispatchFetch("https://edge/leasehold/run", {
+        method: "POST", headers: { "x-leasehold-runner-secret": SECRET }, body: JSON.stringify({ runner: "edge-runner", invocationId: `bench-${ctx.run}` }),
+      });
+      const summary = JSON.parse(await res.text()) as { claimed: number };
+      const cpuMs = workerdCpuMs() - cpuBefore;
+      return { ...(await drained(startedAt)), claimed: summary.claimed, cpuMs };
+    };
+    const nodeFirst = ctx.run % 2 === 1;
+    const [lambda, edge] = nodeFirst
+      ? [await inNode(), await inWorkerd()]
+      : await inWorkerd().then(async (e) => [await inNode(), e] as const);
+    const { cpuMs } = edge;
 
     const cpuMsPerJob = round(cpuMs / n, 3);
     const jobsPerInvocation = Math.max(1, Math.round((edge.jobsPerSec * (WALL_MS - RUNNER_MARGIN_MS)) / 1000));
@@ -108,6 +119,7 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
       slots: ctx.sizes.slots,
       lambda_jobs_per_sec: lambda.jobsPerSec,
       edge_jobs_per_sec: edge.jobsPerSec,
+      node_first: nodeFirst,
       lambda_ok: lambda.ok === n,
       edge_ok: edge.ok === n,
       edge_cpu_ms_per_job: cpuMsPerJob,
@@ -128,8 +140,7 @@ export const edgePhase: Phase = {
   name: "edge-execute",
   title: "Execute on the edge runner (workerd) beside the Lambda runner's loop (Node)",
   libs: ["leasehold"],
-  once: true,
-  run: (_lib, ctx) => runEdgeBench(ctx, Math.min(ctx.sizes.batch, 2_000)),
+  run: (_lib, ctx) => runEdgeBench(ctx, ctx.sizes.batch),
   metrics: {
     lambda_jobs_per_sec: (r) => r.lambda_jobs_per_sec,
     edge_jobs_per_sec: (r) => r.edge_jobs_per_sec,

@@ -189,8 +189,8 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
     }
   }
 
-  const edgeRun = r.phases["edge-execute"]?.runs.leasehold?.[0] as Record<string, any> | undefined;
-  if (edgeRun && !("error" in edgeRun)) out.push(...edgeSection(edgeRun));
+  const edgeRuns = (r.phases["edge-execute"]?.runs.leasehold ?? []).filter((x) => !("error" in x)) as Record<string, any>[];
+  if (edgeRuns.length > 0) out.push(...edgeSection(edgeRuns));
 
   if (r.phases.budget) {
     out.push("## Per-job budget", "");

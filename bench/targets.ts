@@ -133,6 +133,19 @@ export function evaluateTargets(r: BenchResults): TargetCheck[] {
       med(r, "ungrouped-claim", "leasehold", "ratio"), worstRatio(runsOf("ungrouped-claim", "leasehold", "ratio"), 1, "higher"),
       "fair ÷ plain ≥ 0.95", (x) => x >= 0.95, "jobs/s");
   }
+  if (r.phases["edge-execute"]) {
+    const l = med(r, "edge-execute", "leasehold", "edge_jobs_per_sec");
+    const node = med(r, "edge-execute", "leasehold", "lambda_jobs_per_sec");
+    add("Edge runner in workerd ≥ 0.9× the Lambda runner's loop, same relay", l, `Lambda runner loop: ${show(node, "jobs/s")}`,
+      ratio(l, node), worstRatio(runsOf("edge-execute", "leasehold", "edge_jobs_per_sec"), runsOf("edge-execute", "leasehold", "lambda_jobs_per_sec"), "higher"),
+      "edge ÷ Lambda loop ≥ 0.9", (x) => x >= 0.9, "jobs/s");
+  }
+  if (r.phases["batch-execute"]) {
+    const l = med(r, "batch-execute", "leasehold", "startup_ms");
+    add("Worker start-up to its first job ≤ graphile-worker's", l, both("batch-execute", "startup_ms", "ms"),
+      ratio(l, med(r, "batch-execute", "graphile", "startup_ms")), worstRatio(runsOf("batch-execute", "leasehold", "startup_ms"), runsOf("batch-execute", "graphile", "startup_ms"), "lower"),
+      "Leasehold ÷ graphile-worker ≤ 1", (x) => x <= 1, "ms");
+  }
   if (r.phases["steps-chain"]) {
     add("Durable steps: a job of 10 steps costs no more than 10 chained jobs", med(r, "steps-chain", "leasehold", "steps_parts_per_s"),
       `chain: ${show(med(r, "steps-chain", "leasehold", "chain_parts_per_s"), "parts/s")}`,

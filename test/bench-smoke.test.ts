@@ -5,6 +5,7 @@ import { runBench } from "../bench/driver.ts";
 import { batchThenExecute, enqueueOneByOne, hopChain } from "../bench/phases.ts";
 import { renderReport } from "../bench/report.ts";
 import { scaleOutPhase } from "../bench/scale-out.ts";
+import { edgeSection } from "../bench/report-edge.ts";
 import { evaluateTargets, worstRatio } from "../bench/targets.ts";
 
 /**
@@ -107,6 +108,25 @@ describe("a target's worst run", () => {
     expect(execute([120, 118, 119], [100, 100, 100])).toMatchObject({ ratio: 1.19, worst: 1.18, met: true });
     expect(execute([120, 118, 95], [100, 100, 100])).toMatchObject({ ratio: 1.18, worst: 0.95, met: false });
     expect(execute([105, 106, 107], [100, 100, 100])).toMatchObject({ met: false });
+  });
+
+  it("judges the edge runner by every run's own pair, and shows each run in the report", () => {
+    const phase = (edge: number[], node: number[]) => ({
+      summary: { leasehold: { edge_jobs_per_sec: { median: median(edge) }, lambda_jobs_per_sec: { median: median(node) } } },
+      per_run: { leasehold: { edge_jobs_per_sec: edge, lambda_jobs_per_sec: node } },
+      runs: { leasehold: edge.map((e, i) => ({ n: 10_000, slots: 20, edge_jobs_per_sec: e, lambda_jobs_per_sec: node[i], node_first: i % 2 === 0, edge_cpu_ms_per_job: 0.02, jobs_per_invocation: 1, usd_per_million_jobs: 0 })) },
+      checks_ok: {},
+    });
+    const results = (edge: number[], node: number[]) => ({ meta: { sizes: { batch: 10_000 } }, phases: { "edge-execute": phase(edge, node) } }) as never;
+    const target = (edge: number[], node: number[]) => evaluateTargets(results(edge, node)).find((t) => t.target.startsWith("Edge runner"))!;
+    expect(target([95, 93, 99], [100, 100, 100])).toMatchObject({ ratio: 0.95, worst: 0.93, met: true });
+    // The median edge figure against the median Lambda figure, the worst run paired by round.
+    expect(target([95, 60, 99], [100, 100, 100])).toMatchObject({ ratio: 0.95, worst: 0.6, met: true });
+    expect(target([85, 88, 99], [100, 100, 100])).toMatchObject({ ratio: 0.88, met: false });
+    const section = edgeSection((phase([95, 60, 99], [100, 100, 100]).runs.leasehold) as never);
+    expect(section.filter((l) => /^\| \d/.test(l))).toHaveLength(3);
+    expect(section.find((l) => l.startsWith("| 2 (workerd first)"))).toContain("0.6×");
+    expect(section.find((l) => l.startsWith("| median"))).toContain("| 95 jobs/s |");
   });
 });
 
