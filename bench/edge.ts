@@ -105,9 +105,9 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
       return { ...(await drained(startedAt)), claimed: summary.claimed, cpuMs };
     };
     const nodeFirst = ctx.run % 2 === 1;
-    const [lambda, edge] = nodeFirst
-      ? [await inNode(), await inWorkerd()]
-      : await inWorkerd().then(async (e) => [await inNode(), e] as const);
+    const lambdaBefore = nodeFirst ? await inNode() : undefined;
+    const edge = await inWorkerd();
+    const lambda = lambdaBefore ?? (await inNode());
     const { cpuMs } = edge;
 
     const cpuMsPerJob = round(cpuMs / n, 3);

@@ -1,9 +1,5 @@
 import { WORKERS_PRICES } from "./edge.ts";
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
+import { percentile } from "./stats.ts";
 
 /** The edge phase's section of the report: throughput beside the Lambda runner's, run by run, and cost at Workers prices. */
 export function edgeSection(runs: Record<string, any>[]): string[] {
@@ -13,7 +9,7 @@ export function edgeSection(runs: Record<string, any>[]): string[] {
     `| ${label} | ${x.lambda_jobs_per_sec} jobs/s | ${x.edge_jobs_per_sec} jobs/s | ${ratioOf(x)}× | ${x.edge_cpu_ms_per_job} ms | ${x.jobs_per_invocation.toLocaleString("en-US")} | $${x.usd_per_million_jobs} |`;
   const order = (x: Record<string, any>) => (x.node_first === undefined ? "" : x.node_first ? " (Node first)" : " (workerd first)");
   const mid = Object.fromEntries(["lambda_jobs_per_sec", "edge_jobs_per_sec", "edge_cpu_ms_per_job", "jobs_per_invocation", "usd_per_million_jobs"]
-    .map((k) => [k, Math.round(median(runs.map((x) => x[k] as number)) * 1e6) / 1e6]));
+    .map((k) => [k, Math.round(percentile(runs.map((x) => x[k] as number), 50)! * 1e6) / 1e6]));
   return [
     "## Edge runner (Leasehold on Cloudflare Workers, in workerd)", "",
     `${e.n.toLocaleString("en-US")} no-op jobs, ${e.slots} slots, drained by one runner invocation in each runtime, one after the other on one database (odd runs Node first, even runs workerd first), both through the Neon driver over the same local WebSocket relay. ` +
