@@ -40,4 +40,10 @@ export interface ChildArgs {
   /** Leasehold: jobs claimed ahead of the free slots (default: the runner's adaptive prefetch). */
   prefetch?: number;
   slots: number;
+  /** Drain: each handler waits this long (an awaited call, as a handler's I/O), ms. */
+  jobMs?: number;
+  /** Drain: the child reports when each job `i` started (`DrainResult.starts`). */
+  stamp?: boolean;
+  /** Drain, Leasehold: the bell on, as the Lambda runner runs with its default connections. */
+  bell?: boolean;
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import pg from "pg";
 import { withClient } from "./db.ts";
 import { now, round, sleep } from "./stats.ts";
@@ -83,4 +84,14 @@ export async function sampleActivity(adminDsn: string, db: string, excludePids: 
       };
     },
   };
+}
+
+/** CPU ms of every backend of `db` but ours (they live through the drain: pools). */
+export async function backendCpu(admin: pg.Client, db: string): Promise<Map<number, number>> {
+  const { rows } = await admin.query<{ pid: number }>("select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()", [db]);
+  const cpu = new Map<number, number>();
+  for (const { pid } of rows) {
+    try { cpu.set(pid, Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6); } catch {}
+  }
+  return cpu;
 }

@@ -4,7 +4,7 @@ import { peakRssMiB, type ChildArgs } from "./child-io.ts";
 import { drainChild, type DrainResult } from "./drain-child.ts";
 import { waitFor } from "./db.ts";
 import { pkgVersion, type ExecResult, type HopResult, type Lib, type SqlClient } from "./lib.ts";
-import { hopStats, now, round, RunLedger } from "./stats.ts";
+import { hopStats, now, round, RunLedger, sleep } from "./stats.ts";
 
 /** graphile-worker 0.18 in its batched configuration (the docs' Performance-page values). */
 
@@ -38,8 +38,8 @@ export const graphile: Lib = {
     const utils = await makeWorkerUtils({ connectionString: dsn, logger });
     await utils.migrate();
     return {
-      prepareBatch(n) {
-        const specs = Array.from({ length: n }, (_, i) => ({ identifier: queue, payload: { i } }));
+      prepareBatch(n, from = 0) {
+        const specs = Array.from({ length: n }, (_, k) => ({ identifier: queue, payload: { i: from + k } }));
         return () => utils.addJobs(specs);
       },
       enqueueOne: (i) => utils.addJob(queue, { i }),
@@ -135,7 +135,11 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
 export async function childDrain(args: ChildArgs): Promise<DrainResult> {
   return drainChild(async (hit) => {
     const worker = { ...preset(args.dsn).worker, concurrentJobs: args.slots, maxPoolSize: args.poolSize ?? GRAPHILE_WORKER.maxPoolSize };
-    const runner = await run({ taskList: { [args.queue]: async () => hit() }, crontab: "", logger, preset: { worker } });
+    const task = async (payload: unknown) => {
+      hit((payload as { i: number }).i);
+      if (args.jobMs) await sleep(args.jobMs);
+    };
+    const runner = await run({ taskList: { [args.queue]: task }, crontab: "", logger, preset: { worker } });
     return () => runner.stop();
-  });
+  }, args.stamp);
 }

@@ -9,7 +9,7 @@ import { runWorker, type WorkerOptions } from "../shared/runner/worker.ts";
 import { peakRssMiB, type ChildArgs } from "./child-io.ts";
 import { drainChild, type DrainResult } from "./drain-child.ts";
 import type { ExecResult, HopResult, Lib } from "./lib.ts";
-import { hopStats, now, round, RunLedger } from "./stats.ts";
+import { hopStats, now, round, RunLedger, sleep } from "./stats.ts";
 import { waitFor } from "./db.ts";
 
 /** Leasehold under test: the real shared/ code, `runWorker` exactly as the Lambda runner calls it. */
@@ -33,8 +33,8 @@ export const leasehold: Lib = {
     const store: Store = { db: pool, schema: SCHEMA };
     const type = benchType(queue);
     return {
-      prepareBatch(n) {
-        const specs = Array.from({ length: n }, (_, i) => job(type, { i }));
+      prepareBatch(n, from = 0) {
+        const specs = Array.from({ length: n }, (_, k) => job(type, { i: from + k }));
         return () => enqueueJobs(store, specs);
       },
       enqueueOne: (i) => enqueue(store, type, { i }),
@@ -212,12 +212,16 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
 export async function childDrain(args: ChildArgs): Promise<DrainResult> {
   return drainChild(async (hit) => {
     const pool = createPgPool(args.dsn, args.poolSize ?? DEFAULT_POOL_SIZE);
-    const w = workerOptions(args, { db: pool, schema: SCHEMA }, [benchType(args.queue, () => hit())]);
-    const worker = runWorker(w.options);
+    const handler = async ({ i }: { i: number }) => {
+      hit(i);
+      if (args.jobMs) await sleep(args.jobMs);
+    };
+    const w = workerOptions(args, { db: pool, schema: SCHEMA }, [benchType(args.queue, handler)]);
+    const worker = runWorker({ ...w.options, bell: args.bell ?? false });
     return async () => {
       w.stop();
       await worker;
       await pool.end();
     };
-  });
+  }, args.stamp);
 }

@@ -13,8 +13,8 @@ export interface SqlClient {
 
 /** Enqueues into one queue of a freshly installed library. */
 export interface Producer {
-  /** Builds the n-job batch now and returns the single call that enqueues it (the caller times only the call). */
-  prepareBatch(n: number): () => Promise<unknown>;
+  /** Builds the n-job batch (jobs `from` … `from + n - 1`) now and returns the single call that enqueues it (the caller times only the call). */
+  prepareBatch(n: number, from?: number): () => Promise<unknown>;
   /** Enqueues job `i` in its own call (and implicit transaction). */
   enqueueOne(i: number): Promise<unknown>;
   /** Jobs of this queue now in the database. */

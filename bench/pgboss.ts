@@ -47,8 +47,8 @@ export const pgboss: Lib = {
     await boss.createQueue(queue, { notify: true });
     const verify = new pg.Pool({ connectionString: dsn, max: 1 });
     return {
-      prepareBatch(n) {
-        const jobs = Array.from({ length: n }, (_, i) => ({ data: { i } }));
+      prepareBatch(n, from = 0) {
+        const jobs = Array.from({ length: n }, (_, k) => ({ data: { i: from + k } }));
         return () => boss.insert(queue, jobs);
       },
       enqueueOne: (i) => boss.send(queue, { i }),

@@ -5,6 +5,7 @@ import { edgePhase } from "./edge.ts";
 import { fairTenantsPhases } from "./fair-tenants.ts";
 import type { LibId } from "./lib.ts";
 import { scaleOutPhase } from "./scale-out.ts";
+import { shapePhases } from "./shapes.ts";
 import { stepsChainPhase } from "./steps-chain.ts";
 import { ungroupedClaimPhase } from "./ungrouped-claim.ts";
 import { batchThenExecute, enqueueOneByOne, hopChain, type Phase, type Sizes } from "./phases.ts";
@@ -26,6 +27,7 @@ export function defaultPlan(quick: boolean): Phase[] {
     batchThenExecute("batch-execute", false, ALL),
     hopChain("hop", false, ALL),
     scaleOutPhase(ALL),
+    ...shapePhases,
     enqueueOneByOne("net-enqueue-one-by-one", true, ALL),
     batchThenExecute("net-batch-execute", true, ALL),
     hopChain("net-hop", true, ALL),

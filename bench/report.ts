@@ -3,6 +3,7 @@ import { edgeSection } from "./report-edge.ts";
 import type { BenchResults } from "./driver.ts";
 import type { LibId } from "./lib.ts";
 import { scaleOutSection } from "./report-scale-out.ts";
+import { shapesSection } from "./report-shapes.ts";
 import { barChart } from "./svg.ts";
 import { evaluateTargets, med, ratio } from "./targets.ts";
 
@@ -143,6 +144,7 @@ export function renderReport(r: BenchResults, opts: { resultsFile: string; chart
   }
 
   out.push(...scaleOutSection(r, COLORS, chartRef, opts.chartPrefix));
+  out.push(...shapesSection(r));
 
   const backlog = Object.entries(r.phases).filter(([name]) => name.startsWith("backlog-"));
   if (backlog.length) {

@@ -13,11 +13,10 @@
  * the queue with one under none (the bench's, and a burst's before
  * autovacuum).
  */
-import { readFileSync } from "node:fs";
 import pg from "pg";
 import type { ChildLib } from "./children.ts";
 import { checkpoint, dropDb, dsnFor, freshDb, DEFAULT_DSN } from "./db.ts";
-import { waitNoBackends } from "./db-activity.ts";
+import { backendCpu, waitNoBackends } from "./db-activity.ts";
 import { startDrainFleet } from "./drain-fleet.ts";
 import { loadLib } from "./driver.ts";
 import type { LibId } from "./lib.ts";
@@ -36,15 +35,6 @@ const COUNTERS = `select
   (select blks_hit + blks_read from pg_stat_database where datname = current_database())::float8 as buffers,
   (select xact_commit from pg_stat_database where datname = current_database())::float8 as commits`;
 
-/** CPU ms of every backend of `db` but ours (they live through the drain: pools). */
-async function backendCpu(admin: pg.Client, db: string): Promise<Map<number, number>> {
-  const { rows } = await admin.query<{ pid: number }>("select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()", [db]);
-  const cpu = new Map<number, number>();
-  for (const { pid } of rows) {
-    try { cpu.set(pid, Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6); } catch {}
-  }
-  return cpu;
-}
 
 for (const lib of libs) {
   const impl = await loadLib(lib);

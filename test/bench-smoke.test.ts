@@ -5,6 +5,8 @@ import { runBench } from "../bench/driver.ts";
 import { batchThenExecute, enqueueOneByOne, hopChain } from "../bench/phases.ts";
 import { renderReport } from "../bench/report.ts";
 import { scaleOutPhase } from "../bench/scale-out.ts";
+import { shapePhase } from "../bench/shapes.ts";
+import { shapesSection } from "../bench/report-shapes.ts";
 import { edgeSection } from "../bench/report-edge.ts";
 import { evaluateTargets, worstRatio } from "../bench/targets.ts";
 
@@ -27,10 +29,13 @@ describe("bench harness (smoke)", () => {
         batchThenExecute("net-batch-execute", true, ["leasehold"]),
         backlogPhase("later", 1_000, "1k"),
         scaleOutPhase(["leasehold"], [1, 2]),
+        shapePhase({ name: "shape-batch", label: "2 ms jobs, 2 processes", jobMs: 2, slots: 5, processes: 2, jobs: 100, arrival: { kind: "batch" } }, ["leasehold"]),
+        shapePhase({ name: "shape-steady", label: "a steady stream", jobMs: 1, slots: 5, processes: 1, jobs: 30, arrival: { kind: "steady", perSecond: 200 } }, ["leasehold"]),
+        shapePhase({ name: "shape-bursts", label: "bursts", jobMs: 1, slots: 5, processes: 1, jobs: 30, arrival: { kind: "bursts", burst: 10, everyMs: 50 } }, ["leasehold"]),
       ],
     });
 
-    expect(Object.keys(results.phases)).toEqual(["enqueue-one-by-one", "batch-execute", "hop", "net-batch-execute", "backlog-later-1k", "scale-out"]);
+    expect(Object.keys(results.phases)).toEqual(["enqueue-one-by-one", "batch-execute", "hop", "net-batch-execute", "backlog-later-1k", "scale-out", "shape-batch", "shape-steady", "shape-bursts"]);
     for (const [name, phase] of Object.entries(results.phases)) {
       expect(phase.runs.leasehold, name).toHaveLength(1);
       expect(phase.runs.leasehold![0], name).not.toHaveProperty("error");
@@ -55,7 +60,19 @@ describe("bench harness (smoke)", () => {
       expect(scale.by_processes[k].commits_per_job).toBeGreaterThan(0);
       expect(scale.by_processes[k].activity.samples).toBeGreaterThan(0);
     }
-    for (const phase of ["batch-execute", "hop", "net-batch-execute", "backlog-later-1k", "scale-out"]) {
+    // Job shapes: every job ran once over the processes; an arriving shape reports each job's wait, from its own enqueue call.
+    const batch = results.phases["shape-batch"]!.runs.leasehold![0] as any;
+    expect(batch).toMatchObject({ handler_calls: 100, remaining_after: 0, distinct_started: null, wait_p50_ms: null });
+    expect(batch.children).toHaveLength(2);
+    expect(batch.commits_per_job).toBeGreaterThan(0);
+    expect(batch.pg_cpu_ms).toBeGreaterThan(0);
+    for (const name of ["shape-steady", "shape-bursts"]) {
+      const arriving = results.phases[name]!.runs.leasehold![0] as any;
+      expect(arriving, name).toMatchObject({ handler_calls: 30, distinct_started: 30, remaining_after: 0 });
+      expect(arriving.wait_p50_ms, name).toBeGreaterThanOrEqual(0);
+      expect(arriving.wait_p95_ms, name).toBeGreaterThanOrEqual(arriving.wait_p50_ms);
+    }
+    for (const phase of ["batch-execute", "hop", "net-batch-execute", "backlog-later-1k", "scale-out", "shape-batch", "shape-steady", "shape-bursts"]) {
       expect(results.phases[phase]!.checks_ok.leasehold, phase).toBe(true);
     }
 
@@ -84,7 +101,7 @@ describe("bench harness (smoke)", () => {
     expect(report.markdown).toContain("## Scale-out");
     expect(Object.keys(report.charts).length).toBeGreaterThan(0);
     for (const svg of Object.values(report.charts)) expect(svg.startsWith("<svg")).toBe(true);
-  }, 60_000);
+  }, 90_000);
 });
 
 describe("a target's worst run", () => {
@@ -108,6 +125,24 @@ describe("a target's worst run", () => {
     expect(execute([120, 118, 119], [100, 100, 100])).toMatchObject({ ratio: 1.19, worst: 1.18, met: true });
     expect(execute([120, 118, 95], [100, 100, 100])).toMatchObject({ ratio: 1.18, worst: 0.95, met: false });
     expect(execute([105, 106, 107], [100, 100, 100])).toMatchObject({ met: false });
+  });
+
+  it("shows each job shape with both libraries, the median's ratio and the worst round's, lower waits being better", () => {
+    const series = (l: number[], g: number[], metric: string) => ({
+      summary: { leasehold: { [metric]: { median: median(l) } }, graphile: { [metric]: { median: median(g) } } },
+      per_run: { leasehold: { [metric]: l }, graphile: { [metric]: g } }, runs: {}, checks_ok: {},
+    });
+    const md = shapesSection({
+      meta: { sizes: { batch: 10_000 } },
+      phases: { "shape-5ms": series([3_000, 2_000, 3_300], [3_000, 3_000, 3_000], "jobs_per_s"), "shape-steady": series([10, 20, 12], [4, 4, 5], "wait_p50_ms") },
+    } as never).join("\n");
+    expect(md).toContain("## Job shapes");
+    // Throughput: 3,000 ÷ 3,000 by median; the worst round is the second, 2,000 ÷ 3,000.
+    expect(md).toMatch(/\| 5 ms jobs, 20 slots, 4,000 queued \| jobs\/s \(higher is better\) \| 3,000 \| 3,000 \| 1\.00× \| 0\.67× \|/);
+    // Waits: 12 ÷ 4 by median; the worst round is the highest ratio, 20 ÷ 4.
+    expect(md).toMatch(/\| wait p50, ms \(lower is better\) \| 12 \| 4 \| 3\.00× \| 5\.00× \|/);
+    // A shape run for one library alone has no row.
+    expect(shapesSection({ meta: {}, phases: { "shape-5ms": { summary: { leasehold: {} }, per_run: {}, runs: {}, checks_ok: {} } } } as never)).toEqual([]);
   });
 
   it("judges the edge runner by every run's own pair, and shows each run in the report", () => {
