@@ -128,7 +128,7 @@ describe("the scheduler's fan-out", () => {
   });
 });
 
-import { MAX_PREFETCH, PrefetchGauge } from "../shared/runner/prefetch.ts";
+import { MAX_PREFETCH, PREFETCH_HOLD_MS, PrefetchGauge } from "../shared/runner/prefetch.ts";
 
 describe("the prefetch gauge", () => {
   it("claims nothing ahead before a job has been timed", () => {
@@ -136,13 +136,29 @@ describe("the prefetch gauge", () => {
     g.claimTook(2);
     expect(g.size()).toBe(0);
   });
-  it("claims ahead what the slots could finish during two claim round trips", () => {
+  it("claims ahead what the slots could finish during two claim round trips, on a slow link", () => {
     const g = new PrefetchGauge(10);
-    g.claimTook(4);
+    g.claimTook(40);
     g.jobTook(2); // 10 slots, 2 ms a job: 5 jobs per ms
-    expect(g.size()).toBe(2 * 5 * 4);
+    expect(g.size()).toBe(2 * 5 * 40);
   });
-  it("claims nothing ahead for slow jobs, and never more than the cap", () => {
+  it("holds at least what the slots finish in PREFETCH_HOLD_MS, however quick the claim", () => {
+    // 10 slots of 5 ms jobs behind a 1 ms claim: two round trips would be 4
+    // jobs, claimed a few at a time as slots free; the hold claims 100.
+    const g = new PrefetchGauge(10);
+    g.claimTook(1);
+    g.jobTook(5);
+    expect(g.size()).toBe((10 * PREFETCH_HOLD_MS) / 5);
+    // Jobs of 200 ms in 20 slots: what 50 ms frees, 5; of 2 s, none.
+    const slow = new PrefetchGauge(20);
+    slow.claimTook(1);
+    slow.jobTook(200);
+    expect(slow.size()).toBe(5);
+    slow.jobTook(2_000);
+    for (let i = 0; i < 30; i++) slow.jobTook(2_000);
+    expect(slow.size()).toBe(0);
+  });
+  it("claims nothing ahead for jobs slower than the slots' share of the hold, and never more than the cap", () => {
     const slow = new PrefetchGauge(2);
     slow.claimTook(1);
     slow.jobTook(150);

@@ -1,13 +1,19 @@
 /** The most jobs a runner claims ahead of its free slots. */
 export const MAX_PREFETCH = 1_000;
+/**
+ * However quick the claim, a runner may hold what its slots finish in this
+ * long: jobs of a few milliseconds are claimed tens at a time, not one or two
+ * as slots free, and no job waits in a buffer longer than this for a slot.
+ */
+export const PREFETCH_HOLD_MS = 50;
 
 /**
  * How many jobs a runner claims ahead of its free slots: what its slots could
- * finish during two claims' round trips, given how long its jobs take, and no
- * more. Quick jobs, or a slow link, get a deep buffer, so the claim round trip
- * stops being the limit; slow jobs get none, so a runner never sits on jobs
- * another runner could start. Nothing is claimed ahead until a job has been
- * timed.
+ * finish during two claims' round trips or in `PREFETCH_HOLD_MS`, whichever
+ * is more, given how long its jobs take. Quick jobs, or a slow link, get a
+ * deep buffer, so the claim round trip stops being the limit; slow jobs get
+ * none, so a runner never sits on jobs another runner could start. Nothing is
+ * claimed ahead until a job has been timed.
  */
 export class PrefetchGauge {
   private jobMs = Number.POSITIVE_INFINITY;
@@ -28,6 +34,7 @@ export class PrefetchGauge {
 
   /** Jobs to claim ahead. */
   size(): number {
-    return Math.min(MAX_PREFETCH, Math.floor((2 * this.slots * this.claimMs) / this.jobMs));
+    const aheadMs = Math.max(2 * this.claimMs, PREFETCH_HOLD_MS);
+    return Math.min(MAX_PREFETCH, Math.floor((this.slots * aheadMs) / this.jobMs));
   }
 }
