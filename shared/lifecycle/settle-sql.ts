@@ -4,7 +4,7 @@ import type { Failure, Lease, Sleep, Success } from "./settle-batch.ts";
 /**
  * The settle statement's text, built from one part per kind of outcome
  * (start mark, success, failure, release, sleep) and the step records, each
- * fenced by the lease (`FENCED`); shared/lifecycle/settle.ts runs it.
+ * fenced by the lease (`fenced`); shared/lifecycle/settle.ts runs it.
  */
 
 /** The channel `waitForJob` listens on; each notification's payload is the schema-qualified job id. */
@@ -18,7 +18,16 @@ export const JOB_ENDED_CHANNEL = "leasehold_job_ended";
 const notifyEnd = (alias: string, when = "true", join = "left") =>
   `${join} join lateral (select pg_notify('${JOB_ENDED_CHANNEL}', 'leasehold.' || ${alias}.id::text) where ${alias}.awaited and ${when}) n on true`;
 
-const FENCED = `j.lease_token = s.token and j.status = 'running' and j.lease_expires_at > now()`;
+/**
+ * A write lands only under the lease it names: the token, and an expiry not
+ * yet past. A lease exists only while its job runs (constraints
+ * `jobs_running_has_lease` and `jobs_lease_only_while_running`), so the
+ * status is not checked: a status check would let the planner read
+ * `jobs_lease_idx` (partial on it), every claim's entry since the last
+ * vacuum, where the ids (`= any`, as well as joined) reach the batch's rows
+ * by primary key whatever the statistics say (migration 0017).
+ */
+const fenced = (ids: string) => `j.id = any(${ids}::bigint[]) and j.lease_token = s.token and j.lease_expires_at > now()`;
 
 /** The retry-or-dead rule (shared/lifecycle/attempt-rules.ts) for a failure, permanent or not. */
 const FAILURE_ENDS_DEAD = endsDeadSql("j", "s.permanent");
@@ -58,7 +67,7 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
     cte: (p) => `marked as (
   update leasehold.jobs j set handler_started = true
   from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
-  where j.id = s.id and ${FENCED}
+  where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.generation, j.runs
 )`,
     result: (p) => refusedOf(p[0]!, "marked", "started"),
@@ -70,7 +79,7 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
   set status = 'succeeded', finished_at = now(), lease_expires_at = null, last_error = null,
       suspect = false, owes_attempt = false, start_first = false, result = s.result::jsonb
   from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[]) as s(id, token, result, steps)
-  where j.id = s.id and ${FENCED}
+  where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.awaited, s.steps
 )`,
     // A success's attempt is its job row (the attempts view, migration 0014): a row only to keep a step log.
@@ -96,7 +105,7 @@ union all select d.id::text, 'succeeded'::text as kind, null::text as status fro
       lease_expires_at = null, last_error = s.error, suspect = false, owes_attempt = false
   from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[], ${p[5]}::boolean[], ${p[6]}::text[])
     as s(id, token, outcome, error, delay_ms, permanent, steps)
-  where j.id = s.id and ${FENCED}
+  where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.status, j.awaited, s.outcome, s.error, s.steps
 )`,
     record: `select id, runs, generation, runner_id, started_at, now(), outcome::leasehold.attempt_outcome, error, steps::jsonb from failed`,
@@ -108,7 +117,7 @@ union all select d.id::text, 'succeeded'::text as kind, null::text as status fro
   update leasehold.jobs j
   set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null
   from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
-  where j.id = s.id and ${FENCED}
+  where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at
 )`,
     record: `select id, runs, generation, runner_id, started_at, now(), 'released'::leasehold.attempt_outcome, null::text, null::jsonb from released`,
@@ -121,7 +130,7 @@ union all select d.id::text, 'succeeded'::text as kind, null::text as status fro
   update leasehold.jobs j
   set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null, run_at = s.run_at
   from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::timestamptz[], ${p[3]}::text[]) as s(id, token, run_at, steps)
-  where j.id = s.id and ${FENCED}
+  where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, s.steps
 )`,
     record: `select id, runs, generation, runner_id, started_at, now(), 'slept'::leasehold.attempt_outcome, null::text, steps::jsonb from slept`,
@@ -140,7 +149,7 @@ export const CARRIERS: Partial<Record<Kind, string>> = { started: "marked", succ
 const HELD = (p: string[]) => `held as (
   select j.id, j.generation, j.runs from leasehold.jobs j
   join unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token) on j.id = s.id
-  where ${FENCED}
+  where ${fenced(p[0]!)}
   for share of j
 )`;
 
