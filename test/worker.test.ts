@@ -9,6 +9,7 @@ import { settleJobs } from "../shared/lifecycle/settle.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { runWorker, type WorkerLog, type WorkerOptions } from "../shared/runner/worker.ts";
 import { nextTurn } from "../shared/runner/clock.ts";
+import { START_MARK_AFTER_MS } from "../shared/runner/run-job.ts";
 import type { Store } from "../shared/db/db.ts";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 import { ManualClock, runOn, watched } from "./support/clock.ts";
@@ -172,6 +173,28 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     expect(summary).toMatchObject({ timedOut: 2, succeeded: 0 });
     expect((await attemptsOf("timeout")).map((a) => a.outcome)).toEqual(["timeout", "timeout"]);
     expect(await statuses("timeout")).toEqual([{ status: "dead", n: 1 }]);
+  });
+
+  it("records a start once the handler has run START_MARK_AFTER_MS, and none for a job that ends sooner", async () => {
+    const clock = new ManualClock(Date.now());
+    const timed = defineJob({ name: "timed", schema: z.object({ ms: z.number() }), queue: "marks", handler: ({ ms }) => work(clock, ms) });
+    const quick = await enqueue(t, timed, { ms: START_MARK_AFTER_MS - 10 });
+    const slow = await enqueue(t, timed, { ms: START_MARK_AFTER_MS * 4 });
+    const texts: string[] = [];
+    const counting: Queryable = { query: (text, values) => (texts.push(text), t.db.query(text, values)) };
+    // Whether each job's start was on record while it ran, read each time the clock moves.
+    const seen = new Map<string, boolean>();
+    const summary = await onClock(clock, "marks", {
+      store: { db: counting, schema: t.schema }, linger: "fixed", registry: createRegistry([timed]), queues: ["marks"], runnerId: "w", slots: 2, idleMs: 600, pollMs: 20,
+    }, async () => {
+      const { rows } = await t.admin.query<{ id: string; handler_started: boolean }>(
+        `select id::text, handler_started from "${t.schema}".jobs where queue = 'marks' and status = 'running'`);
+      for (const r of rows) seen.set(r.id, (seen.get(r.id) ?? false) || r.handler_started);
+    });
+    expect(summary).toMatchObject({ succeeded: 2 });
+    expect(Object.fromEntries(seen)).toEqual({ [quick.id]: false, [slow.id]: true });
+    // One start mark written in all, the slow job's, while it ran.
+    expect(texts.filter((q) => q.includes("handler_started = true"))).toHaveLength(1);
   });
 
   it("picks up a follow-up job in the same runner without waiting for a poll", async () => {

@@ -6,10 +6,21 @@ import type { Held } from "./completer.ts";
 import type { Success } from "../lifecycle/settle.ts";
 
 /**
+ * How long a handler runs before its start is recorded (for a job that owes
+ * no attempt). A job that ends sooner needs no mark, its end says it ran, so
+ * a quick job is one row version fewer and its settle a simpler statement;
+ * a death within this window gives the attempt back, as a death does for a
+ * start not yet written (docs/internals.md, "A death charges only handlers
+ * that started"). A step's record takes the mark along at once.
+ */
+export const START_MARK_AFTER_MS = 50;
+
+/**
  * One buffered job in one slot: made fit to start (a lease that sat in the
  * buffer too long is renewed, or the job given back), its start recorded
- * (before the handler for a job that owes an attempt, else in the next
- * write), run by the executor, and its outcome handed to the completer.
+ * (before the handler for a job that owes an attempt, else once it has run
+ * `START_MARK_AFTER_MS`), run by the executor, and its outcome handed to the
+ * completer.
  */
 export async function runBuffered(r: RunnerParts, b: Buffered, context: ExecuteArgs["context"]): Promise<void> {
   const { producer, completer, tally, clock, options } = r;
@@ -20,18 +31,27 @@ export async function runBuffered(r: RunnerParts, b: Buffered, context: ExecuteA
   // One object for the job's writes: its start mark, then its success (the usual end) with what it returned.
   const lease: Held<Success> = { id: job.id, leaseToken: job.leaseToken, deadline, result: undefined, steps: undefined };
   tally.hold(b);
+  let cancelMark: (() => void) | null = null;
+  const markNow = () => {
+    if (!cancelMark) return;
+    cancelMark();
+    cancelMark = null;
+    completer.markStarted(lease);
+  };
   if (job.startFirst) {
     if (!(await completer.recordStart(lease))) return tally.forget(job.id);
   } else {
-    completer.markStarted(lease);
+    cancelMark = clock.after(START_MARK_AFTER_MS, markNow);
   }
   // Timed on the runner's clock, the one its leases and deadlines are on (an injected clock in tests).
   const startedAt = clock.now();
   const result = await executeJob({
     job, type: type!, deadline, clock, context,
     maxResultBytes: options.limits?.maxPayloadBytes, store: options.store,
-    recordStep: (record) => completer.recordStep({ ...record, deadline }),
+    recordStep: (record) => (markNow(), completer.recordStep({ ...record, deadline })),
   });
+  // Ended: its outcome records that it ran; a mark not yet due is not needed.
+  cancelMark?.();
   r.gauge.jobTook(clock.now() - startedAt);
   tally.ran(job.id, result.outcome);
   if (result.outcome === "succeeded") {
