@@ -72,27 +72,27 @@ async function arrive(producer: Producer, shape: Shape): Promise<{ at: number[];
   const at = new Array<number>(shape.jobs);
   let calls = 0;
   const t0 = now();
-    if (shape.arrival.kind === "steady") {
-      const gap = 1_000 / shape.arrival.perSecond;
-      for (let i = 0; i < shape.jobs; i++) {
-        const wait = t0 + i * gap - now();
-        if (wait > 1) await sleep(wait);
-        at[i] = epochMs();
-        await producer.enqueueOne(i);
-        calls++;
-      }
-    } else if (shape.arrival.kind === "bursts") {
-      const { burst, everyMs } = shape.arrival;
-      for (let from = 0, k = 0; from < shape.jobs; from += burst, k++) {
-        const wait = t0 + k * everyMs - now();
-        if (wait > 1) await sleep(wait);
-        const count = Math.min(burst, shape.jobs - from);
-        const call = producer.prepareBatch(count, from);
-        at.fill(epochMs(), from, from + count);
-        await call();
-        calls++;
-      }
+  if (shape.arrival.kind === "steady") {
+    const gap = 1_000 / shape.arrival.perSecond;
+    for (let i = 0; i < shape.jobs; i++) {
+      const wait = t0 + i * gap - now();
+      if (wait > 1) await sleep(wait);
+      at[i] = epochMs();
+      await producer.enqueueOne(i);
+      calls++;
     }
+  } else if (shape.arrival.kind === "bursts") {
+    const { burst, everyMs } = shape.arrival;
+    for (let from = 0, k = 0; from < shape.jobs; from += burst, k++) {
+      const wait = t0 + k * everyMs - now();
+      if (wait > 1) await sleep(wait);
+      const count = Math.min(burst, shape.jobs - from);
+      const call = producer.prepareBatch(count, from);
+      at.fill(epochMs(), from, from + count);
+      await call();
+      calls++;
+    }
+  }
   return { at, calls };
 }
 

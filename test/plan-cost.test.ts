@@ -141,6 +141,21 @@ describe("a claim under statistics that do not know the queue", () => {
   });
 });
 
+/** A plan node of `explain (analyze, buffers, format json)`, as far as these tests read it. */
+type Node = {
+  "Node Type": string; Operation?: string; "Relation Name"?: string; "Index Name"?: string;
+  "Actual Rows"?: number; "Actual Loops"?: number; "Shared Hit Blocks"?: number; Plans?: Node[];
+};
+const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+
+/** A schema of its own with `n` ready jobs, and no autovacuum to tidy the table or give it statistics behind the test's back. */
+async function unvacuumedQueue(n: number): Promise<TestDb> {
+  const t = await createTestDb("pg", 2);
+  await t.admin.query(`alter table "${t.schema}".jobs set (autovacuum_enabled = false)`);
+  await enqueueJobs(t, Array.from({ length: n }, (_, i) => job(plain, { i })));
+  return t;
+}
+
 /**
  * The claim's update finds the jobs it took again. Joined to them on their
  * ids, it was planned two ways, each bad in one state of the table: under
@@ -154,14 +169,10 @@ describe("a claim under statistics that do not know the queue", () => {
 describe("a claim's update reads its jobs by one scan of the primary key, with or without statistics", () => {
   let t: TestDb;
   beforeAll(async () => {
-    t = await createTestDb("pg", 2);
-    await t.admin.query(`alter table "${t.schema}".jobs set (autovacuum_enabled = false)`);
-    await enqueueJobs(t, Array.from({ length: 10_000 }, (_, i) => job(plain, { i })));
+    t = await unvacuumedQueue(10_000);
   }, 120_000);
   afterAll(() => t.drop());
 
-  type Node = { "Node Type": string; Operation?: string; "Relation Name"?: string; "Index Name"?: string; "Actual Rows"?: number; "Actual Loops"?: number; Plans?: Node[] };
-  const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
   /** How the update of each claim variant reached the jobs it took, a claim of 1,000 rolled back. */
   const updateScans = async () => {
     const seen: Record<string, string[]> = {};
@@ -219,17 +230,13 @@ describe("a claim's update reads its jobs by one scan of the primary key, with o
 describe("a settle reads its jobs by primary key, once each, under statistics taken with none running", () => {
   let t: TestDb;
   beforeAll(async () => {
-    t = await createTestDb("pg", 2);
-    await t.admin.query(`alter table "${t.schema}".jobs set (autovacuum_enabled = false)`);
-    await enqueueJobs(t, Array.from({ length: 4_000 }, (_, i) => job(plain, { i })));
+    t = await unvacuumedQueue(4_000);
     const settled = await claimJobs(t, { queue, runnerId: "r", limit: 3_000, maxLeaseMs: 60_000, fair: false });
     expect(await completeJobs(t, settled.map((j) => ({ id: j.id, leaseToken: j.leaseToken })))).toHaveProperty("size", 3_000);
     await t.admin.query(`analyze "${t.schema}".jobs`);
   }, 120_000);
   afterAll(() => t.drop());
 
-  type Node = { "Node Type": string; "Index Name"?: string; "Relation Name"?: string; "Shared Hit Blocks"?: number; Plans?: Node[] };
-  const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
   it("for start marks and successes alike: a few pages read, no scan of the lease index or the table", async () => {
     const [a, b] = [await claimJobs(t, { queue, runnerId: "r", limit: 10, maxLeaseMs: 60_000, fair: false }), await claimJobs(t, { queue, runnerId: "r", limit: 10, maxLeaseMs: 60_000, fair: false })];
@@ -259,7 +266,7 @@ describe("a settle reads its jobs by primary key, once each, under statistics ta
     expect(all.filter((n) => n["Index Name"] === "jobs_lease_idx" || (n["Node Type"] === "Seq Scan" && n["Relation Name"] === "jobs"))).toEqual([]);
     // Nor is the batch's `unnest` read again for each job: those statistics call an unexpired lease one row,
     // and a plan that believed them joined each job to the whole batch (80 ms for 500 behind 100,000 later jobs).
-    expect(all.filter((n) => n["Node Type"] === "Function Scan" && (n as { "Actual Loops"?: number })["Actual Loops"]! > 1)).toEqual([]);
+    expect(all.filter((n) => n["Node Type"] === "Function Scan" && n["Actual Loops"]! > 1)).toEqual([]);
     // Twenty rows updated, each a probe and a new version: tens of pages, not the 3,000 dead entries' hundreds.
     expect(plan!["Shared Hit Blocks"]).toBeLessThan(200);
   });
