@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import type { Store } from "../shared/db/db.ts";
+import { namesAs, type Store } from "../shared/db/db.ts";
 import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob, type JobType } from "../shared/jobs/job.ts";
@@ -100,7 +100,8 @@ export async function childExec(args: ChildArgs): Promise<ExecResult> {
   let queries = 0;
   const t0 = now();
   const pool = createPgPool(args.dsn, args.poolSize ?? DEFAULT_POOL_SIZE);
-  const counting = { query: (text: string, values?: unknown[]) => (queries++, pool.query(text, values)) } as Store["db"];
+  // Counting only: the claim and the settle still go to the pool by name (`namesAs`).
+  const counting = namesAs({ query: (text: string, values?: unknown[]) => (queries++, pool.query(text, values)) } as Store["db"], pool);
   const w = workerOptions(args, { db: counting, schema: SCHEMA }, [type]);
   // The clock stops when the database has committed all n successes: the
   // worker's own complete statements say so as they return (counted here),
@@ -178,12 +179,12 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
   });
   const pool = createPgPool(args.dsn, args.poolSize ?? DEFAULT_POOL_SIZE);
   const INSERT = /^\s*insert into \S*jobs\b/;
-  const stamping = {
+  const stamping = namesAs({
     query: (text: string, values?: unknown[]) => {
       const reply = pool.query(text, values);
-      return INSERT.test(text) ? reply.then((r) => ((committed[enqueuing] ??= now()), r)) : reply;
+      return typeof text === "string" && INSERT.test(text) ? reply.then((r) => ((committed[enqueuing] ??= now()), r)) : reply;
     },
-  } as Store["db"];
+  } as Store["db"], pool);
   const store: Store = { db: stamping, schema: SCHEMA };
   const w = workerOptions(args, store, [hop]);
   const worker = runWorker(w.options);

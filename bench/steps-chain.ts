@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Queryable, Store } from "../shared/db/db.ts";
+import { namesAs, type Queryable, type Store } from "../shared/db/db.ts";
 import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob, type JobType } from "../shared/jobs/job.ts";
 import { runWorker } from "../shared/runner/worker.ts";
@@ -51,7 +51,7 @@ function jobTypes(queue: string) {
 async function drain(store: Store, shape: "steps" | "chain", queue: string, units: number, slots: number) {
   const { stepped, chained } = jobTypes(queue);
   let trips = 0;
-  const counting: Queryable = { query: (text, values) => (trips++, store.db.query(text, values)) };
+  const counting: Queryable = namesAs({ query: (text, values) => (trips++, store.db.query(text, values)) }, store.db);
   const counted: Store = { db: counting, schema: store.schema };
   await enqueueJobs(store, Array.from({ length: units }, (_, n) => (shape === "steps" ? job(stepped, { n }) : job(chained, { n, part: 0 }))));
   const t0 = Date.now();

@@ -1,10 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { claimJobs, type ClaimedJob } from "../shared/lifecycle/claim.ts";
+import { CLAIMS } from "../shared/lifecycle/claim-sql.ts";
+import { PARTS, settleStatement } from "../shared/lifecycle/settle-sql.ts";
+import { runWorker } from "../shared/runner/worker.ts";
+import { sql, statementName } from "../shared/db/db.ts";
 import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { completeJobs, extendLease, failJobs, releaseJobs, settledEarlier, settleJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, drivers, expireLeases, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
-import { defineJob } from "../shared/jobs/job.ts";
+import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { z } from "zod";
 
 // A lease runs out when the test moves it into the past (`expireLeases`), not by waiting.
@@ -286,5 +290,88 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
       { status: "running", n: 5 },
       { status: "succeeded", n: 25 },
     ]);
+  });
+});
+
+/**
+ * The claim and the settle go by name to a pool of Leasehold's own
+ * (`hotQuery`, shared/db/db.ts): Postgres parses each once a connection and
+ * stops planning it once its plans agree. Anything else is sent text.
+ */
+describe.each(drivers)("the claim and the settle as prepared statements (%s driver)", (driver) => {
+  // Each test on a pool of one connection of its own: what it has prepared is what the next statement finds.
+  let t: TestDb;
+  beforeEach(async () => {
+    t = await createTestDb(driver, 1);
+  });
+  afterEach(() => t.drop());
+
+  const prepared = async () =>
+    (await t.db.query<{ name: string; statement: string; generic_plans: string }>("select name, statement, generic_plans from pg_prepared_statements order by name")).rows;
+  const drain = async (queue: string, jobs: number, batch: number) => {
+    await enqueueJobs(t, Array.from({ length: jobs }, (_, n) => job(noop, { n }, { queue })));
+    for (;;) {
+      const claimed = await claimJobs(t, { queue, runnerId: "r", limit: batch, maxLeaseMs: 60_000, fair: false });
+      if (claimed.length === 0) return;
+      expect((await completeJobs(t, claimed.map(({ id, leaseToken }) => ({ id, leaseToken })))).size).toBe(claimed.length);
+    }
+  };
+  const succeeded = async (queue: string) =>
+    (await t.admin.query<{ n: number }>(`select count(*)::int as n from "${t.schema}".jobs where queue = $1 and status = 'succeeded'`, [queue])).rows[0]!.n;
+
+  it("are prepared once on the connection, and the settle's plan is kept after a few", async () => {
+    await drain("named", 40, 2);
+    const names = await prepared();
+    // The plain claim and the success settle: each prepared once, both named by their text's hash.
+    expect(names).toHaveLength(2);
+    for (const { name } of names) expect(name).toMatch(/^lh_[0-9a-z]+$/);
+    expect(await succeeded("named")).toBe(40);
+    // Twenty settles of two: after five custom plans, Postgres replays the generic one.
+    expect(Math.max(...names.map((n) => Number(n.generic_plans)))).toBeGreaterThanOrEqual(10);
+  });
+
+  it("are sent by name by a runner, whose settles run under a write deadline on a connection of their own", async () => {
+    const queue = "runner";
+    await enqueueJobs(t, Array.from({ length: 30 }, (_, n) => job(noop, { n }, { queue })));
+    const summary = await runWorker({
+      linger: "fixed", store: t, registry: createRegistry([noop]), queues: [queue], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20, bell: false, fair: false,
+    });
+    expect(summary).toMatchObject({ claimed: 30, succeeded: 30 });
+    // The claim and the success settle (a start is marked only for a handler that runs 50 ms).
+    const texts = [CLAIMS.plain.unlimited, settleStatement(["succeeded"], [PARTS.succeeded.values([])], false, false)].map((text) => sql(t.schema, text));
+    expect((await prepared()).map((n) => n.statement).sort()).toEqual(texts.sort());
+  });
+
+  it("go as text to anything but Leasehold's own pool", async () => {
+    const wrapped = { db: { query: t.db.query.bind(t.db) } as typeof t.db, schema: t.schema };
+    await enqueueJobs(t, [job(noop, { n: 1 }, { queue: "wrapped" })]);
+    const [claimed] = await claimJobs(wrapped, { queue: "wrapped", runnerId: "r", limit: 1, maxLeaseMs: 60_000, fair: false });
+    expect((await completeJobs(wrapped, [{ id: claimed!.id, leaseToken: claimed!.leaseToken }])).size).toBe(1);
+    expect(await prepared()).toEqual([]);
+  });
+
+  it("fall back to text, and stay text, when the connection lost them (a pooler that keeps none)", async () => {
+    await drain("lost", 4, 2);
+    expect(await prepared()).toHaveLength(2);
+    // The driver still believes them prepared: its next claim finds no such statement (26000), as through PgBouncer in
+    // transaction mode on another server connection.
+    await t.db.query("deallocate all");
+    await drain("lost", 6, 2);
+    expect(await prepared()).toEqual([]);
+    expect(await succeeded("lost")).toBe(10);
+  });
+
+  it("run as text, once each, when the server has their name prepared already (42P05)", async () => {
+    const queue = "taken";
+    await enqueueJobs(t, Array.from({ length: 3 }, (_, n) => job(noop, { n }, { queue })));
+    // Another client of a pooler's server connection prepared a statement of that name first.
+    await t.db.query(`prepare ${statementName(sql(t.schema, CLAIMS.plain.limited))} as select 1`);
+    const claimed = await claimJobs(t, { queue, runnerId: "r", limit: 3, maxLeaseMs: 60_000, fair: false });
+    expect(claimed).toHaveLength(3);
+    expect((await completeJobs(t, claimed.map(({ id, leaseToken }) => ({ id, leaseToken })))).size).toBe(3);
+    const { rows } = await t.admin.query<{ attempts: number }>(`select attempts from "${t.schema}".jobs where queue = $1`, [queue]);
+    expect(rows.map((r) => r.attempts)).toEqual([1, 1, 1]);
+    // The pool dropped the connection whose statement failed; on its new one the settle was sent as text too.
+    expect(await prepared()).toEqual([]);
   });
 });

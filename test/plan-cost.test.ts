@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Queryable } from "../shared/db/db.ts";
@@ -10,6 +11,11 @@ import { completeJobs, settleJobs } from "../shared/lifecycle/settle.ts";
 import { MAX_PREFETCH } from "../shared/runner/prefetch.ts";
 import { runWorker } from "../shared/runner/worker.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
+
+const { escapeLiteral, prepareValue } = createRequire(import.meta.url)("pg/lib/utils.js") as {
+  escapeLiteral(text: string): string;
+  prepareValue(value: unknown): unknown;
+};
 
 /**
  * Postgres compiles a statement to machine code (JIT) when its estimated cost
@@ -119,19 +125,29 @@ describe("a claim under statistics that do not know the queue", () => {
   }, 120_000);
   afterAll(() => t.drop());
 
-  it("reads a few pages, not the queue's, in every variant of the fair and plain claims", async () => {
+  it.each(["custom", "generic"] as const)("reads a few pages, not the queue's, in every variant of the fair and plain claims, in its %s plan", async (planned) => {
     const pages: Record<string, number> = {};
     for (const pick of ["fair", "plain"] as const) {
       for (const [limits, text] of Object.entries(CLAIMS[pick])) {
         // As a runner of a fair queue sends them after a fair claim saw the one group of ungrouped jobs (''): planned
-        // for these values, from the statistics the table has.
+        // for these values, or for any, from the statistics the table has.
         const values = [queue, 10, 60_000, "r", null, "", pick === "fair" ? 10 : null, ...(limits === "rated" ? [10] : [])];
-        const { rows } = await t.admin.query<{ "QUERY PLAN": { Plan: { "Actual Rows": number; "Shared Hit Blocks": number; "Shared Read Blocks": number } }[] }>(
-          `explain (analyze, buffers, format json) ${sql(t.schema, text)}`, values);
-        const plan = rows[0]!["QUERY PLAN"][0]!.Plan;
+        const client = await t.admin.connect();
+        let plan: Node;
+        try {
+          await client.query("begin");
+          plan = await explainAnalyzed(client, sql(t.schema, text), values, planned);
+          await client.query("commit");
+        } catch (err) {
+          await client.query("rollback");
+          throw err;
+        } finally {
+          await client.query("deallocate all");
+          client.release();
+        }
         // Each claim took its 10 jobs (the next one takes the next 10).
         expect(plan["Actual Rows"], `${pick}/${limits}`).toBe(10);
-        pages[`${pick}/${limits}`] = plan["Shared Hit Blocks"] + plan["Shared Read Blocks"];
+        pages[`${pick}/${limits}`] = plan["Shared Hit Blocks"]! + plan["Shared Read Blocks"]!;
       }
     }
     expect(Object.keys(pages)).toHaveLength(6);
@@ -144,9 +160,31 @@ describe("a claim under statistics that do not know the queue", () => {
 /** A plan node of `explain (analyze, buffers, format json)`, as far as these tests read it. */
 type Node = {
   "Node Type": string; Operation?: string; "Relation Name"?: string; "Index Name"?: string;
-  "Actual Rows"?: number; "Actual Loops"?: number; "Shared Hit Blocks"?: number; Plans?: Node[];
+  "Actual Rows"?: number; "Actual Loops"?: number; "Shared Hit Blocks"?: number; "Shared Read Blocks"?: number; Plans?: Node[];
 };
 const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+
+/**
+ * `explain (analyze, buffers)` of a statement, inside the caller's transaction: planned for these values
+ * (custom), or once for any (generic, as Postgres replays a prepared statement once five plans agree). A
+ * prepared statement outlives the transaction: the caller deallocates it.
+ */
+async function explainAnalyzed(client: Queryable, text: string, values: unknown[], planned: "custom" | "generic"): Promise<Node> {
+  if (planned === "custom") {
+    const { rows } = await client.query<{ "QUERY PLAN": { Plan: Node }[] }>(`explain (analyze, buffers, format json) ${text}`, values);
+    return rows[0]!["QUERY PLAN"][0]!.Plan;
+  }
+  await client.query("set local plan_cache_mode = force_generic_plan");
+  await client.query(`prepare explained as ${text}`);
+  // EXECUTE's arguments cannot be bound parameters: the values as literals, as the driver would send them.
+  const literals = values.map((v) => (v === null ? "null" : escapeLiteral(String(prepareValue(v)))));
+  const { rows } = await client.query<{ "QUERY PLAN": { Plan: Node }[] }>(
+    `explain (analyze, buffers, format json) execute explained(${literals.join(", ")})`);
+  const plan = rows[0]!["QUERY PLAN"][0]!.Plan;
+  // A generic plan shows the parameters where a custom one shows the values.
+  expect(JSON.stringify(plan)).toMatch(/\$1\b/);
+  return plan;
+}
 
 /** A schema of its own with `n` ready jobs, and no autovacuum to tidy the table or give it statistics behind the test's back. */
 async function unvacuumedQueue(n: number): Promise<TestDb> {
@@ -238,7 +276,9 @@ describe("a settle reads its jobs by primary key, once each, under statistics ta
   afterAll(() => t.drop());
 
 
-  it("for start marks and successes alike: a few pages read, no scan of the lease index or the table", async () => {
+  // Custom: planned for this batch, as a settle sent as text is. Generic: planned once for any batch, as a pool of
+  // Leasehold's own replays its prepared settle once five plans agree (`hotQuery`), the arrays' lengths unknown.
+  it.each(["custom", "generic"] as const)("for start marks and successes alike, in its %s plan: a few pages read, no scan of the lease index or the table", async (planned) => {
     const [a, b] = [await claimJobs(t, { queue, runnerId: "r", limit: 10, maxLeaseMs: 60_000, fair: false }), await claimJobs(t, { queue, runnerId: "r", limit: 10, maxLeaseMs: 60_000, fair: false })];
     const lease = (j: { id: string; leaseToken: string }) => ({ id: j.id, leaseToken: j.leaseToken });
     // The settle's statement, explained (and rolled back) before it runs for real.
@@ -249,10 +289,10 @@ describe("a settle reads its jobs by primary key, once each, under statistics ta
           const client = await t.admin.connect();
           try {
             await client.query("begin");
-            const { rows } = await client.query<{ "QUERY PLAN": { Plan: Node }[] }>(`explain (analyze, buffers, format json) ${text}`, values);
-            plan = rows[0]!["QUERY PLAN"][0]!.Plan;
+            plan = await explainAnalyzed(client, text, values!, planned);
           } finally {
             await client.query("rollback");
+            await client.query("deallocate all");
             client.release();
           }
         }

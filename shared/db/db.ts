@@ -86,6 +86,95 @@ export async function transaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<
   }
 }
 
+/** A statement sent by name (`hotQuery`): Postgres keeps it prepared on the connection that ran it. */
+export interface NamedStatement {
+  name: string;
+  text: string;
+  values: unknown[];
+}
+
+interface Naming {
+  query<R>(statement: NamedStatement): Promise<QueryResult<R>>;
+}
+
+/** A database handle that sends by name → the pool of Leasehold's own it sends through. */
+const naming = new WeakMap<object, object>();
+
+/**
+ * Marks a pool Leasehold made itself (shared/db/drivers/): `hotQuery` sends
+ * its statements by name. A caller's own pool or transaction client, or a
+ * wrapper of a pool, is sent plain text, as it always was.
+ */
+export function namesStatements<P extends object>(pool: P): P {
+  naming.set(pool, pool);
+  return pool;
+}
+
+/**
+ * `db` passes what it is sent, a `NamedStatement` too, to the connections
+ * of `through` (a wrapper: under a write deadline, or counting): it sends
+ * by name when `through` does.
+ */
+export function namesAs<D extends object>(db: D, through: object): D {
+  const pool = naming.get(through);
+  if (pool) naming.set(db, pool);
+  return db;
+}
+
+/**
+ * The runner's statements of every batch, the claim and the settle. To a
+ * pool of Leasehold's own they go by name, so each connection parses one
+ * once, and Postgres stops planning it once a generic plan costs no more
+ * than the first five custom ones did: a settle was planned for about 1 ms,
+ * paid every few jobs when jobs take time.
+ *
+ * A pooler that does not keep prepared statements per client (PgBouncer in
+ * transaction mode before 1.21) answers that one does not exist or already
+ * exists, and a migration that changed a statement's result type makes its
+ * cached plan fail: each is raised before the statement runs, so it is sent
+ * again as text, and that pool is sent text from then on. A name is a hash
+ * of the text, so a server connection that has it prepared by another
+ * client has prepared the same statement.
+ */
+export async function hotQuery<R = Record<string, unknown>>(store: Store, text: string, values: unknown[]): Promise<QueryResult<R>> {
+  const db = store.db;
+  const pool = naming.get(db);
+  if (!pool || !naming.has(pool)) return db.query<R>(text, values);
+  try {
+    return await (db as unknown as Naming).query<R>({ name: statementName(text), text, values });
+  } catch (err) {
+    if (!notPrepared(err)) throw err;
+    naming.delete(pool);
+    return db.query<R>(text, values);
+  }
+}
+
+const NOT_PREPARED = new Set(["26000", "42P05"]);
+function notPrepared(err: unknown): boolean {
+  const { code, message } = (err ?? {}) as { code?: string; message?: string };
+  return NOT_PREPARED.has(code ?? "") || (code === "0A000" && /cached plan must not change result type/.test(message ?? ""));
+}
+
+const names = new Map<string, string>();
+
+/** `lh_` and a 53-bit hash of the text (cyrb53): about 10^-12 odds of two of a few hundred statements sharing one. */
+export function statementName(text: string): string {
+  let name = names.get(text);
+  if (name !== undefined) return name;
+  let h1 = 0xdeadbeef ^ text.length;
+  let h2 = 0x41c6ce57 ^ text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  name = `lh_${(4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)}`;
+  names.set(text, name);
+  return name;
+}
+
 /** How long an invocation waits for its pool to close before it returns anyway. */
 export const POOL_CLOSE_MS = 2_000;
 

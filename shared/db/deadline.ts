@@ -1,4 +1,4 @@
-import type { Queryable, QueryResult, Store } from "./db.ts";
+import { namesAs, type NamedStatement, type Queryable, type QueryResult, type Store } from "./db.ts";
 
 /**
  * A write that races a lease (a settle, a lease renewal) must not wait out
@@ -59,8 +59,8 @@ function destroy(client: PooledClient, err: Error): void {
   client.connection?.stream?.destroy?.();
 }
 
-/** One query under a deadline of `ms` on `timer`, on a connection taken for it alone (from a pool). */
-export function queryWithin<R>(db: Queryable, ms: number, timer: Timer, text: string, values?: unknown[]): Promise<QueryResult<R>> {
+/** One query under a deadline of `ms` on `timer`, on a connection taken for it alone (from a pool). `text` may be a statement by name. */
+export function queryWithin<R>(db: Queryable, ms: number, timer: Timer, text: string | NamedStatement, values?: unknown[]): Promise<QueryResult<R>> {
   return new Promise<QueryResult<R>>((resolve, reject) => {
     let over = false;
     let client: PooledClient | undefined;
@@ -77,7 +77,7 @@ export function queryWithin<R>(db: Queryable, ms: number, timer: Timer, text: st
       else reject(value);
     };
     if (!lends(db)) {
-      db.query<R>(text, values).then((r) => settle(true, r), (e) => settle(false, e));
+      send<R>(db, text, values).then((r) => settle(true, r), (e) => settle(false, e));
       return;
     }
     db.connect().then(
@@ -97,14 +97,19 @@ export function queryWithin<R>(db: Queryable, ms: number, timer: Timer, text: st
           settle(ok, value);
         };
         c.on?.("error", onError);
-        c.query<R>(text, values).then((r) => done(true, r), (e: Error) => done(false, e));
+        send<R>(c, text, values).then((r) => done(true, r), (e: Error) => done(false, e));
       },
       (e) => settle(false, e),
     );
   });
 }
 
-/** `store` whose every query runs under `ms` on `timer` (see `queryWithin`). */
+/** pg and Neon take a statement by name where they take text. */
+const send = <R>(db: Queryable, text: string | NamedStatement, values?: unknown[]) =>
+  (db.query as (text: string | NamedStatement, values?: unknown[]) => Promise<QueryResult<R>>)(text, values);
+
+/** `store` whose every query runs under `ms` on `timer` (see `queryWithin`); by name when `store`'s pool sends so. */
 export function boundedStore(store: Store, ms: number, timer: Timer): Store {
-  return { schema: store.schema, db: { query: (text, values) => queryWithin(store.db, ms, timer, text, values) } };
+  const db = { query: (text: string | NamedStatement, values?: unknown[]) => queryWithin(store.db, ms, timer, text, values) };
+  return { schema: store.schema, db: namesAs(db as Queryable, store.db) };
 }

@@ -1,6 +1,6 @@
 import { CLAIMS } from "./claim-sql.ts";
 import { RATE_OPENS_AT } from "./rate-limit-sql.ts";
-import { sql, type Store } from "../db/db.ts";
+import { hotQuery, sql, type Store } from "../db/db.ts";
 
 /** A job as a runner holds it: enough to run it and to settle it. */
 export interface ClaimedJob {
@@ -134,7 +134,7 @@ async function claimWith(
     args.queue, args.limit, Math.floor(Math.min(args.maxLeaseMs, 2 ** 31 - 1)), args.runnerId, args.names ?? null, group, share,
   ];
   if (args.rated) params.push(Math.max(0, Math.floor(args.rateRoom ?? args.limit)));
-  const { rows } = await store.db.query<ClaimResultRow>(sql(store.schema, text), params);
+  const { rows } = await hotQuery<ClaimResultRow>(store, sql(store.schema, text), params);
   const last = rows[0];
   return {
     jobs: rows.sort(byOrd).map(toClaimed),

@@ -1,4 +1,4 @@
-import { sql, type Store } from "../db/db.ts";
+import { hotQuery, sql, type Store } from "../db/db.ts";
 import type { Failure, Lease, SettleBatch, SettleResult, Success } from "./settle-batch.ts";
 import { CARRIERS, ids, KINDS, leaseValues, PARTS, settleStatement, tokens, type Part } from "./settle-sql.ts";
 
@@ -44,8 +44,8 @@ export async function settleJobs(store: Store, batch: SettleBatch): Promise<Sett
   if (records.length > 0) {
     values.push([ids(records), records.map((r) => r.seq), records.map((r) => r.name), records.map((r) => r.result), records.map((r) => r.durationMs)]);
   }
-  const { rows } = await store.db.query<SettleRow>(
-    sql(store.schema, settleStatement(kinds, values, held.length > 0, records.length > 0)), values.flat(),
+  const { rows } = await hotQuery<SettleRow>(
+    store, sql(store.schema, settleStatement(kinds, values, held.length > 0, records.length > 0)), values.flat(),
   );
   // Failures and step records are reported written; the other kinds report what their fence refused.
   const refused = new Map<string, Set<string>>();

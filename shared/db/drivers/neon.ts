@@ -1,5 +1,5 @@
 import { Pool as NeonPool, neonConfig } from "@neondatabase/serverless";
-import type { Pool } from "../db.ts";
+import { namesStatements, type Pool } from "../db.ts";
 import { poolTimeouts, survivingIdleErrors, type ConnectionTimeouts } from "./options.ts";
 
 export interface NeonOptions extends Partial<ConnectionTimeouts> {
@@ -27,7 +27,7 @@ export function createNeonPool(connectionString: string, options: NeonOptions = 
   }
   if (options.wsProxy) useWsRelay(options.wsProxy);
   const pool = new NeonPool({ connectionString, max: options.max ?? 10, ...poolTimeouts(options) });
-  return survivingIdleErrors(pool, options.onIdleError) as unknown as Pool;
+  return namesStatements(survivingIdleErrors(pool, options.onIdleError)) as unknown as Pool;
 }
 
 /**

@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { Pool } from "../db.ts";
+import { namesStatements, type Pool } from "../db.ts";
 import { poolTimeouts, survivingIdleErrors, type ConnectionTimeouts } from "./options.ts";
 
 export interface PgOptions extends Partial<ConnectionTimeouts> {
@@ -21,5 +21,5 @@ export function createPgPool(connectionString: string, options: PgOptions | numb
     keepAliveInitialDelayMillis: 5_000,
     ...poolTimeouts(o),
   });
-  return survivingIdleErrors(pool, o.onIdleError) as unknown as Pool;
+  return namesStatements(survivingIdleErrors(pool, o.onIdleError)) as unknown as Pool;
 }
