@@ -361,6 +361,16 @@ describe.each(drivers)("the claim and the settle as prepared statements (%s driv
     expect(await succeeded("lost")).toBe(10);
   });
 
+  it("fall back to text when a migration changed what a prepared claim returns (0A000)", async () => {
+    await drain("migrated", 2, 2);
+    expect(await prepared()).toHaveLength(2);
+    // A column the claim returns changes type under it: its cached plan can no longer be used.
+    await t.admin.query(`alter table "${t.schema}".jobs alter column payload type json using payload::json`);
+    await drain("migrated", 4, 2);
+    expect(await succeeded("migrated")).toBe(6);
+    expect(await prepared()).toEqual([]);
+  });
+
   it("run as text, once each, when the server has their name prepared already (42P05)", async () => {
     const queue = "taken";
     await enqueueJobs(t, Array.from({ length: 3 }, (_, n) => job(noop, { n }, { queue })));
