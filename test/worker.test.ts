@@ -228,6 +228,60 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
     expect(new Set(attempts.map((a) => a.runner_id))).toEqual(new Set(["chain-runner"]));
   });
 
+  it("hands off the follow-ups of handlers that ask together in one statement, each claimed once, in order", async () => {
+    const CHAINS = 10;
+    const STEPS = 5;
+    // Each step of every chain waits for that step of all the others: their follow-ups are asked for at once.
+    const arrived = new Map<number, number>();
+    const together = new Map<number, () => void>();
+    const allThere = new Map(Array.from({ length: STEPS }, (_, i) => [i + 1, new Promise<void>((r) => together.set(i + 1, r))]));
+    const ran: string[] = [];
+    // The id each ctx.enqueue answered, and the id each job ran as: the same, job by job, if each caller got its own.
+    const answered = new Map<string, string>();
+    const ranAs = new Map<string, string>();
+    const link: ReturnType<typeof defineJob<z.ZodObject<{ chain: z.ZodNumber; i: z.ZodNumber }>>> = defineJob({
+      name: "link", schema: z.object({ chain: z.number(), i: z.number() }), queue: "links", maxAttempts: 1,
+      handler: async ({ chain, i }, ctx) => {
+        ran.push(`${chain}/${i}`);
+        ranAs.set(`${chain}/${i}`, ctx.jobId);
+        arrived.set(i, (arrived.get(i) ?? 0) + 1);
+        if (arrived.get(i) === CHAINS) together.get(i)!();
+        await allThere.get(i);
+        if (i < STEPS) answered.set(`${chain}/${i + 1}`, (await ctx.enqueue(link, { chain, i: i + 1 })).id);
+      },
+    });
+    await enqueueJobs(t, Array.from({ length: CHAINS }, (_, chain) => job(link, { chain, i: 1 })));
+    const claimedInserts: number[] = [];
+    const counting: Queryable = {
+      query: (text, values) => {
+        if (/^\s*insert into \S*jobs[\s\S]*'running', 1, 1/.test(text)) claimedInserts.push((values![0] as string).split(",").length);
+        return t.db.query(text, values);
+      },
+    };
+    const summary = await runWorker({
+      linger: "fixed", store: { db: counting, schema: t.schema }, registry: createRegistry([link]), queues: ["links"], runnerId: "links-runner",
+      // A prefetch: the first claim asks for more than the ten queued, so it finds the queue drained.
+      slots: CHAINS, prefetch: 5, idleMs: 200, pollMs: 1_000,
+    });
+    expect(summary.succeeded).toBe(CHAINS * STEPS);
+    // Every follow-up was handed off (the poll is 5 s), and each step's ten went in two statements, not ten: the first
+    // at once, the nine asked for while it was on its way together.
+    const handedOff = claimedInserts.reduce((a, b) => a + b, 0);
+    expect(handedOff).toBe(CHAINS * (STEPS - 1));
+    expect(claimedInserts.length).toBeLessThanOrEqual(2 * (STEPS - 1));
+    const { rows } = await t.admin.query<{ payload: { chain: number; i: number }; attempts: number; runner_id: string }>(
+      `select payload, attempts, runner_id from "${t.schema}".jobs where queue = 'links' order by id`);
+    expect(rows).toHaveLength(CHAINS * STEPS);
+    expect(rows.every((r) => r.attempts === 1 && r.runner_id === "links-runner")).toBe(true);
+    // Each job carries the payload its own handler asked for: chain by chain, the steps in order, none twice.
+    for (let chain = 0; chain < CHAINS; chain++) {
+      expect(ran.filter((r) => r.startsWith(`${chain}/`))).toEqual(Array.from({ length: STEPS }, (_, i) => `${chain}/${i + 1}`));
+    }
+    expect(new Set(rows.map((r) => `${r.payload.chain}/${r.payload.i}`)).size).toBe(CHAINS * STEPS);
+    expect(answered.size).toBe(CHAINS * (STEPS - 1));
+    for (const [key, id] of answered) expect(ranAs.get(key), key).toBe(id);
+  });
+
   it("holds a handler's follow-ups to the deployment's serving rules: a queue no runner serves is refused and nothing is written", async () => {
     const stray = defineJob({ name: "stray", schema: z.object({}), queue: "nowhere", handler: () => {} });
     const sender = defineJob({

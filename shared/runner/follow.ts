@@ -1,8 +1,11 @@
 import type { z } from "zod";
-import { enqueue, enqueueClaimed, enqueueFollowUp } from "../jobs/enqueue.ts";
+import { claimableRow, enqueue, enqueueFollowUp, insertClaimed } from "../jobs/enqueue.ts";
 import { chosenFlowControl } from "../jobs/flow-control.ts";
 import type { EnqueueOptions, JobContext, JobType } from "../jobs/job.ts";
 import type { RunnerParts } from "./parts.ts";
+import type { Store } from "../db/db.ts";
+import type { Row } from "../jobs/validate.ts";
+import type { ClaimedJob } from "../lifecycle/claim.ts";
 import { buffered } from "./producer.ts";
 
 /**
@@ -19,6 +22,7 @@ import { buffered } from "./producer.ts";
  */
 export function follower(r: RunnerParts): JobContext["enqueue"] {
   const { options, producer, clock } = r;
+  const handOffs = new HandOffs(options.store, options.runnerId);
   return async <S extends z.ZodType>(type: JobType<S>, payload: z.input<S>, opts?: EnqueueOptions) => {
     const queue = opts?.queue ?? type.queue;
     // A debounced job starts a period from now: a follow-up for later.
@@ -33,7 +37,7 @@ export function follower(r: RunnerParts): JobContext["enqueue"] {
       // batch: the insert itself looks for a job this runner could claim
       // ahead of it, and enqueues it plainly if one waits.
       const written = producer.drained
-        ? { claimed: await enqueueClaimed(options.store, spec, options.runnerId, options.limits) }
+        ? { claimed: await handOffs.write(claimableRow(spec, options.limits)) }
         : await enqueueFollowUp(options.store, spec, options.runnerId, { names: [...options.registry.keys()], maxLeaseMs }, options.limits);
       if ("claimed" in written) {
         r.tally.claimed(1);
@@ -49,4 +53,38 @@ export function follower(r: RunnerParts): JobContext["enqueue"] {
     else options.onFollowUp?.();
     return result;
   };
+}
+
+
+/**
+ * The hand-offs' writes. While one is on its way, the hand-offs asked for
+ * meanwhile wait, and go together in the next statement: handlers that
+ * finish together (the steps of many workflows) would otherwise each wait
+ * for one of the runner's few connections, behind each other, for a round
+ * trip each. The first goes at once; a failed statement fails the handlers
+ * whose jobs it carried, as each one's own would have.
+ */
+class HandOffs {
+  private waiting: { row: Row; done: (claimed: Promise<ClaimedJob>) => void }[] = [];
+  private writing = false;
+
+  constructor(private readonly store: Store, private readonly runnerId: string) {}
+
+  write(row: Row): Promise<ClaimedJob> {
+    return new Promise<ClaimedJob>((resolve) => {
+      this.waiting.push({ row, done: resolve });
+      if (!this.writing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.writing = true;
+    while (this.waiting.length > 0) {
+      const batch = this.waiting.splice(0);
+      const written = insertClaimed(this.store, batch.map((w) => w.row), this.runnerId);
+      batch.forEach((w, i) => w.done(written.then((claimed) => claimed[i]!)));
+      await written.catch(() => {});
+    }
+    this.writing = false;
+  }
 }
