@@ -104,7 +104,8 @@ ${claimedInsert(`values (${CLAIMED_ROW})`)}`;
 /**
  * Several inserts that are claims in one statement (follow-ups handed off
  * together, shared/runner/follow.ts): the claimed row of each, its columns
- * as arrays ($1 to $9, payloads as one JSON array), the runner $10. Inserted in the order given, so their ids ascend with it.
+ * as arrays ($1 to $9, payloads as one JSON array), the runner $10.
+ * Inserted in the order given, so their ids ascend with it.
  */
 export const INSERT_CLAIMED_MANY = `
 ${claimedInsert(`select q, n, p::jsonb, pr, ma, lm, bm, g, fg,

@@ -55,7 +55,6 @@ export function follower(r: RunnerParts): JobContext["enqueue"] {
   };
 }
 
-
 /**
  * The hand-offs' writes. While one is on its way, the hand-offs asked for
  * meanwhile wait, and go together in the next statement: handlers that
