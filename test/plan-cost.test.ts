@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { Queryable } from "../shared/db/db.ts";
+import type { Pool, Queryable } from "../shared/db/db.ts";
 import { sql } from "../shared/db/db.ts";
 import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
@@ -132,19 +132,7 @@ describe("a claim under statistics that do not know the queue", () => {
         // As a runner of a fair queue sends them after a fair claim saw the one group of ungrouped jobs (''): planned
         // for these values, or for any, from the statistics the table has.
         const values = [queue, 10, 60_000, "r", null, "", pick === "fair" ? 10 : null, ...(limits === "rated" ? [10] : [])];
-        const client = await t.admin.connect();
-        let plan: Node;
-        try {
-          await client.query("begin");
-          plan = await explainAnalyzed(client, sql(t.schema, text), values, planned);
-          await client.query("commit");
-        } catch (err) {
-          await client.query("rollback");
-          throw err;
-        } finally {
-          await client.query("deallocate all");
-          client.release();
-        }
+        const plan = await explainAnalyzed(t.admin, sql(t.schema, text), values, planned, "commit");
         // Each claim took its 10 jobs (the next one takes the next 10).
         expect(plan["Actual Rows"], `${pick}/${limits}`).toBe(10);
         pages[`${pick}/${limits}`] = plan["Shared Hit Blocks"]! + plan["Shared Read Blocks"]!;
@@ -165,11 +153,30 @@ type Node = {
 const nodes = (n: Node): Node[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 /**
- * `explain (analyze, buffers)` of a statement, inside the caller's transaction: planned for these values
- * (custom), or once for any (generic, as Postgres replays a prepared statement once five plans agree). A
- * prepared statement outlives the transaction: the caller deallocates it.
+ * `explain (analyze, buffers)` of a statement, in a transaction of its own on one of `pool`'s connections that
+ * `end`s it (a claim kept, or a settle rolled back before it runs for real): planned for these values (custom), or
+ * once for any (generic, as Postgres replays a prepared statement once five plans agree).
  */
-async function explainAnalyzed(client: Queryable, text: string, values: unknown[], planned: "custom" | "generic"): Promise<Node> {
+async function explainAnalyzed(
+  pool: Pool, text: string, values: unknown[], planned: "custom" | "generic", end: "commit" | "rollback",
+): Promise<Node> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    const plan = await explainIn(client, text, values, planned);
+    await client.query(end);
+    return plan;
+  } catch (err) {
+    await client.query("rollback");
+    throw err;
+  } finally {
+    // A prepared statement outlives the transaction it was made in.
+    await client.query("deallocate all");
+    client.release();
+  }
+}
+
+async function explainIn(client: Queryable, text: string, values: unknown[], planned: "custom" | "generic"): Promise<Node> {
   if (planned === "custom") {
     const { rows } = await client.query<{ "QUERY PLAN": { Plan: Node }[] }>(`explain (analyze, buffers, format json) ${text}`, values);
     return rows[0]!["QUERY PLAN"][0]!.Plan;
@@ -219,22 +226,14 @@ describe("a claim's update reads its jobs by one scan of the primary key, with o
       if (pick === "suspects") continue;
       for (const [limits, text] of Object.entries(variants)) {
         const values = [queue, 1_000, 60_000, "r", null, pick === "fair" ? "" : null, pick === "fair" ? 1_000 : null, ...(limits === "rated" ? [1_000] : [])];
-        const client = await t.admin.connect();
-        try {
-          await client.query("begin");
-          const { rows } = await client.query<{ "QUERY PLAN": { Plan: Node }[] }>(`explain (analyze, format json) ${sql(t.schema, text)}`, values);
-          const plan = rows[0]!["QUERY PLAN"][0]!.Plan;
-          expect(plan["Actual Rows"], `${pick}/${limits}`).toBe(1_000);
-          const update = nodes(plan).find((n) => n.Operation === "Update" && n["Relation Name"] === "jobs")!;
-          // What under the update read the jobs table whole, or probed its primary key more than once.
-          seen[`${pick}/${limits}`] = nodes(update).slice(1)
-            .filter((n) => (n["Node Type"] === "Seq Scan" && n["Relation Name"] === "jobs" && n["Actual Loops"]! > 0)
-              || (n["Index Name"] === "jobs_pkey" && n["Actual Loops"]! > 1))
-            .map((n) => `${n["Node Type"]} ${n["Index Name"] ?? n["Relation Name"]}: ${n["Actual Rows"]} rows ×${n["Actual Loops"]}`);
-        } finally {
-          await client.query("rollback");
-          client.release();
-        }
+        const plan = await explainAnalyzed(t.admin, sql(t.schema, text), values, "custom", "rollback");
+        expect(plan["Actual Rows"], `${pick}/${limits}`).toBe(1_000);
+        const update = nodes(plan).find((n) => n.Operation === "Update" && n["Relation Name"] === "jobs")!;
+        // What under the update read the jobs table whole, or probed its primary key more than once.
+        seen[`${pick}/${limits}`] = nodes(update).slice(1)
+          .filter((n) => (n["Node Type"] === "Seq Scan" && n["Relation Name"] === "jobs" && n["Actual Loops"]! > 0)
+            || (n["Index Name"] === "jobs_pkey" && n["Actual Loops"]! > 1))
+          .map((n) => `${n["Node Type"]} ${n["Index Name"] ?? n["Relation Name"]}: ${n["Actual Rows"]} rows ×${n["Actual Loops"]}`);
       }
     }
     return seen;
@@ -275,7 +274,6 @@ describe("a settle reads its jobs by primary key, once each, under statistics ta
   }, 120_000);
   afterAll(() => t.drop());
 
-
   // Custom: planned for this batch, as a settle sent as text is. Generic: planned once for any batch, as a pool of
   // Leasehold's own replays its prepared settle once five plans agree (`hotQuery`), the arrays' lengths unknown.
   it.each(["custom", "generic"] as const)("for start marks and successes alike, in its %s plan: a few pages read, no scan of the lease index or the table", async (planned) => {
@@ -286,15 +284,7 @@ describe("a settle reads its jobs by primary key, once each, under statistics ta
     const explaining: Queryable = {
       query: async (text: string, values?: unknown[]) => {
         if (plan === undefined && /^\s*with /.test(text)) {
-          const client = await t.admin.connect();
-          try {
-            await client.query("begin");
-            plan = await explainAnalyzed(client, text, values!, planned);
-          } finally {
-            await client.query("rollback");
-            await client.query("deallocate all");
-            client.release();
-          }
+          plan = await explainAnalyzed(t.admin, text, values!, planned, "rollback");
         }
         return t.db.query(text, values);
       },

@@ -93,9 +93,9 @@ export interface NamedStatement {
   values: unknown[];
 }
 
-interface Naming {
-  query<R>(statement: NamedStatement): Promise<QueryResult<R>>;
-}
+/** Sends `text` or a statement by name: pg and Neon take one where they take the other. */
+export const send = <R>(db: Queryable, text: string | NamedStatement, values?: unknown[]) =>
+  (db.query as (text: string | NamedStatement, values?: unknown[]) => Promise<QueryResult<R>>)(text, values);
 
 /** A database handle that sends by name → the pool of Leasehold's own it sends through. */
 const naming = new WeakMap<object, object>();
@@ -141,7 +141,7 @@ export async function hotQuery<R = Record<string, unknown>>(store: Store, text: 
   const pool = naming.get(db);
   if (!pool || !naming.has(pool)) return db.query<R>(text, values);
   try {
-    return await (db as unknown as Naming).query<R>({ name: statementName(text), text, values });
+    return await send<R>(db, { name: statementName(text), text, values });
   } catch (err) {
     if (!notPrepared(err)) throw err;
     naming.delete(pool);

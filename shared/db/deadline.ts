@@ -1,4 +1,4 @@
-import { namesAs, type NamedStatement, type Queryable, type QueryResult, type Store } from "./db.ts";
+import { namesAs, send, type NamedStatement, type Queryable, type QueryResult, type Store } from "./db.ts";
 
 /**
  * A write that races a lease (a settle, a lease renewal) must not wait out
@@ -103,10 +103,6 @@ export function queryWithin<R>(db: Queryable, ms: number, timer: Timer, text: st
     );
   });
 }
-
-/** pg and Neon take a statement by name where they take text. */
-const send = <R>(db: Queryable, text: string | NamedStatement, values?: unknown[]) =>
-  (db.query as (text: string | NamedStatement, values?: unknown[]) => Promise<QueryResult<R>>)(text, values);
 
 /** `store` whose every query runs under `ms` on `timer` (see `queryWithin`); by name when `store`'s pool sends so. */
 export function boundedStore(store: Store, ms: number, timer: Timer): Store {

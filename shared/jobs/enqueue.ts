@@ -192,17 +192,19 @@ export async function insertClaimed(store: Store, rows: readonly Row[], runnerId
     return [toClaimed(one!)];
   }
   const { rows: written } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED_MANY), [
-    ...CLAIMED_COLUMNS.map(([k, send]) => send(rows.map((r) => r[k]))), runnerId,
+    ...CLAIMED_COLUMNS.map(([k, send]) => send(rows.map((r) => r[k]))), runnerId, TEXT(rows.map((r) => r.fairGroup)),
   ]);
   // Ids are drawn in the order the rows were inserted, which is the order given.
   return written.map(toClaimed).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
 }
 
-/** INSERT_CLAIMED_MANY's columns ($1 to $9), each sent as `COLUMNS` sends it. */
-const CLAIMED_COLUMNS: readonly (readonly [keyof Row, (column: readonly unknown[]) => string])[] = [
-  ["queue", TEXT], ["name", TEXT], ["payload", JSON_TEXT], ["priority", NUMBER], ["maxAttempts", NUMBER], ["leaseMs", NUMBER],
-  ["backoffMs", NUMBER], ["group", TEXT], ["fairGroup", TEXT],
-];
+/**
+ * A claimed insert's columns ($1 to $8; the runner is $9 and the fair group
+ * $10), as `COLUMNS` has them: one value each for INSERT_CLAIMED and
+ * INSERT_FOLLOW_UP, one array each for INSERT_CLAIMED_MANY.
+ */
+const CLAIMED = new Set<keyof Row>(["queue", "name", "payload", "priority", "maxAttempts", "leaseMs", "backoffMs", "group"]);
+const CLAIMED_COLUMNS = COLUMNS.filter(([k]) => CLAIMED.has(k));
 
 /** A job's row, validated, if a runner may claim it as it is enqueued: one to run now, with no key and no limit. */
 export function claimableRow(spec: JobSpec<any>, limits?: EnqueueLimits): Row {
@@ -218,9 +220,7 @@ export function claimableRow(spec: JobSpec<any>, limits?: EnqueueLimits): Row {
 }
 
 /** A claimed insert's parameters ($1 to $10 of INSERT_CLAIMED and INSERT_FOLLOW_UP). */
-const claimedValues = (row: Row, runnerId: string) => [
-  row.queue, row.name, row.payload, row.priority, row.maxAttempts, row.leaseMs, row.backoffMs, row.group, runnerId, row.fairGroup,
-];
+const claimedValues = (row: Row, runnerId: string) => [...CLAIMED_COLUMNS.map(([k]) => row[k]), runnerId, row.fairGroup];
 
 /** What a runner could claim: the job types it knows and the longest lease it can take. */
 export interface Claimable {

@@ -104,14 +104,15 @@ ${claimedInsert(`values (${CLAIMED_ROW})`)}`;
 /**
  * Several inserts that are claims in one statement (follow-ups handed off
  * together, shared/runner/follow.ts): the claimed row of each, its columns
- * as arrays ($1 to $9, payloads as one JSON array), the runner $10.
+ * as arrays in `INSERT_CLAIMED`'s places (payloads as one JSON array), the
+ * runner $9.
  * Inserted in the order given, so their ids ascend with it.
  */
 export const INSERT_CLAIMED_MANY = `
 ${claimedInsert(`select q, n, p::jsonb, pr, ma, lm, bm, g, fg,
-   'running', 1, 1, gen_random_uuid(), now() + lm * interval '1 millisecond', $10::text, now()
+   'running', 1, 1, gen_random_uuid(), now() + lm * interval '1 millisecond', $9::text, now()
 from unnest($1::text[], $2::text[], array(select e from json_array_elements($3::json) with ordinality as x(e, o) order by o),
-            $4::smallint[], $5::integer[], $6::integer[], $7::integer[], $8::text[], $9::text[]) with ordinality
+            $4::smallint[], $5::integer[], $6::integer[], $7::integer[], $8::text[], $10::text[]) with ordinality
   as t(q, n, p, pr, ma, lm, bm, g, fg, i)
 order by i`)}`;
 
