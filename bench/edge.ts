@@ -5,7 +5,7 @@ import { bundleEdgeWorker } from "../dev/edge-bundle.ts";
 import { startWsRelay } from "../dev/ws-relay.ts";
 import { RUNNER_MARGIN_MS } from "../shared/settings/config.ts";
 import { createNeonPool } from "../shared/db/drivers/neon.ts";
-import { EDGE_ENV } from "../shared/settings/environment.ts";
+import { EDGE_COMPATIBILITY, EDGE_ENV } from "../shared/settings/environment.ts";
 import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { migrate } from "../shared/db/migrate.ts";
@@ -81,7 +81,7 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
 
     // The edge runner, in workerd, one invocation.
     mf = new Miniflare({
-      modules: true, script: await bundleEdgeWorker("bench/edge-worker.ts", { wsProxy: relay.address }), compatibilityDate: "2026-04-01",
+      modules: true, script: await bundleEdgeWorker("bench/edge-worker.ts", { wsProxy: relay.address }), compatibilityDate: EDGE_COMPATIBILITY.date, compatibilityFlags: [...EDGE_COMPATIBILITY.flags],
       bindings: {
         [EDGE_ENV.databaseUrl]: dsn, [EDGE_ENV.runnerSecret]: SECRET,
         [EDGE_ENV.config]: JSON.stringify({

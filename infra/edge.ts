@@ -6,7 +6,7 @@
  * sits next to the Lambda runners (or instead of them, with `runners: {}`),
  * on the same database and migrations. See docs/deploy.md, "On the edge".
  */
-import { EDGE_ENV } from "../shared/settings/environment.ts";
+import { EDGE_COMPATIBILITY, EDGE_ENV } from "../shared/settings/environment.ts";
 import type { InfraContext } from "./context.ts";
 
 /** Workers cron syntax: five fields (minute hour day-of-month month day-of-week). */
@@ -15,8 +15,8 @@ export function checkWorkersCron(text: string): string {
   return text;
 }
 
-/** Compatibility for the bundle: plain Workers APIs, no Node.js compatibility layer. */
-const compatibility = { date: "2026-04-01", flags: [] as string[] };
+/** The runtime the Worker is written and measured for (`EDGE_COMPATIBILITY`). */
+const compatibility = { date: EDGE_COMPATIBILITY.date, flags: [...EDGE_COMPATIBILITY.flags] };
 
 export function createEdge(
   ctx: InfraContext, migration: aws.lambda.Invocation,

@@ -72,6 +72,14 @@ export const EDGE_ENV = {
   /** Optional Workers Analytics Engine dataset: one data point per dead job. */
   metrics: "LEASEHOLD_METRICS",
 } as const;
+/**
+ * The Workers runtime the edge Worker runs on (infra/edge.ts deploys with it,
+ * the tests and the bench run it so in workerd). `nodejs_compat` gives the
+ * Neon driver the runtime's `Buffer` and `setImmediate`, which it uses where
+ * they exist, instead of its bundled JavaScript ones (bench/levers.md, lever
+ * 21). The bundle itself imports no Node built-in (test/edge-bundle.test.ts).
+ */
+export const EDGE_COMPATIBILITY = { date: "2026-04-01", flags: ["nodejs_compat"] } as const;
 export type EnvSource = Record<string, string | undefined>;
 
 /** The runner a runner function is when nothing says which: the config's default runner. */

@@ -2,7 +2,7 @@ import { bundleEdgeWorker } from "../../dev/edge-bundle.ts";
 import { Miniflare, kCurrentWorker, type Request as MfRequest } from "miniflare";
 import { inject } from "vitest";
 import { databaseUrl } from "./db.ts";
-import { EDGE_ENV } from "../../shared/settings/environment.ts";
+import { EDGE_COMPATIBILITY, EDGE_ENV } from "../../shared/settings/environment.ts";
 
 /**
  * The edge Worker in the real workerd runtime: bundled with esbuild for a
@@ -63,7 +63,8 @@ export async function startEdge(o: EdgeOptions): Promise<Miniflare> {
     name: "leasehold-edge",
     modules: true,
     script: await bundleWorker(),
-    compatibilityDate: "2026-04-01",
+    compatibilityDate: EDGE_COMPATIBILITY.date,
+    compatibilityFlags: [...EDGE_COMPATIBILITY.flags],
     structuredWorkerdLogs: true,
     handleStructuredLogs: ({ message }: { message: string }) => {
       if (!logs) return;
