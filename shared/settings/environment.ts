@@ -72,6 +72,7 @@ export const EDGE_ENV = {
   /** Optional Workers Analytics Engine dataset: one data point per dead job. */
   metrics: "LEASEHOLD_METRICS",
 } as const;
+
 /**
  * The Workers runtime the edge Worker runs on (infra/edge.ts deploys with it,
  * the tests and the bench run it so in workerd). `nodejs_compat` gives the
