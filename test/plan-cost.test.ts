@@ -112,8 +112,8 @@ describe(`statements planned behind ${BACKLOG.toLocaleString("en-US")} later job
       `insert into "${t.schema}".jobs (queue, name, payload, priority, run_at, max_attempts, lease_ms, backoff_ms)
        select $1::text, n, '{}', p, now() + m * interval '1 minute', 3, 30000, 1000
        from (values ('plain', -1, 30), ('plain', -1, 0), ('plain', 5, 120), ('unserved', 0, 10)) v(n, p, m)`, [other]);
-    const asked: { text: string; values: unknown[] }[] = [];
-    const store = { db: { ...t.db, query: ((text: string, values?: unknown[]) => (asked.push({ text, values: values ?? [] }), t.db.query(text, values))) as Queryable["query"] }, schema: t.schema };
+    sent.length = 0;
+    const store = { db: recording(t.db), schema: t.schema };
     const can = { names: ["plain"], maxLeaseMs: new Map([[queue, 60_000], [other, 60_000]]) };
     const due = await nextDue(store, can);
     const minutes = (at: Date | null) => Math.round((at!.getTime() - due.now.getTime()) / 60_000) + 0;
@@ -122,7 +122,7 @@ describe(`statements planned behind ${BACKLOG.toLocaleString("en-US")} later job
     // Due now, or within two hours: the 200,000 of the backlog are counted up to the cap.
     expect(await countReady(store, can, 1_000)).toBe(1);
     expect(await countReady(store, can, 1_000, 2 * 3_600_000)).toBe(1_000);
-    for (const { text, values } of asked) {
+    for (const { text, values } of sent.splice(0)) {
       const { rows } = await t.admin.query<{ "QUERY PLAN": { Plan: { "Shared Hit Blocks": number; "Shared Read Blocks": number } }[] }>(
         `explain (analyze, buffers, format json) ${text}`, values);
       const plan = rows[0]!["QUERY PLAN"][0]!.Plan;
