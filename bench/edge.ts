@@ -21,7 +21,7 @@ import { round } from "./stats.ts";
  * the same local WebSocket relay; and the edge runner's CPU time (the workerd
  * process's, read from /proc) priced at Workers Paid rates. Every run, with
  * the two drains in turn first (odd runs Node first, even runs workerd), so
- * neither always meets the warmer database.
+ * neither always meets the warmer database, and both warmed up first.
  */
 const SCHEMA = "leasehold";
 const SECRET = "bench-runner-secret-0123456789abcdef";
@@ -70,11 +70,11 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
     const dbNow = async () => (await admin.query<{ t: Date }>("select clock_timestamp() as t")).rows[0]!.t;
 
     // The Lambda runner's loop, in Node, through the Neon driver.
-    const inNode = async () => {
-      await enqueueJobs(store, specs);
+    const inNode = async (batch = specs) => {
+      await enqueueJobs(store, batch);
       const pool = createNeonPool(dsn, { max: 3, wsProxy: relay.address, webSocketConstructor: WebSocket });
       const startedAt = await dbNow();
-      const node = await runWorker({ linger: "fixed", store: { db: pool, schema: SCHEMA }, registry: edgeBenchRegistry, queues: ["default"], runnerId: `node-${ctx.run}`, slots: ctx.sizes.slots, idleMs: 300, pollMs: 20 });
+      const node = await runWorker({ linger: "fixed", store: { db: pool, schema: SCHEMA }, registry: edgeBenchRegistry, queues: ["default"], runnerId: `node-${ctx.run}-${batch.length}`, slots: ctx.sizes.slots, idleMs: 300, pollMs: 20 });
       await pool.end();
       return { ...(await drained(startedAt)), claimed: node.claimed };
     };
@@ -93,17 +93,24 @@ export async function runEdgeBench(ctx: BenchContext, n: number) {
       structuredWorkerdLogs: true,
     });
     await mf.ready;
-    const inWorkerd = async () => {
-      await enqueueJobs(store, specs);
+    const inWorkerd = async (batch = specs) => {
+      await enqueueJobs(store, batch);
       const cpuBefore = workerdCpuMs();
       const startedAt = await dbNow();
       const res = await mf!.dispatchFetch("https://edge/leasehold/run", {
-        method: "POST", headers: { "x-leasehold-runner-secret": SECRET }, body: JSON.stringify({ runner: "edge-runner", invocationId: `bench-${ctx.run}` }),
+        method: "POST", headers: { "x-leasehold-runner-secret": SECRET }, body: JSON.stringify({ runner: "edge-runner", invocationId: `bench-${ctx.run}-${batch.length}` }),
       });
       const summary = JSON.parse(await res.text()) as { claimed: number };
       const cpuMs = workerdCpuMs() - cpuBefore;
       return { ...(await drained(startedAt)), claimed: summary.claimed, cpuMs };
     };
+    // Both warm, as a reused Lambda container and a reused Worker isolate
+    // are: each first drains a warm-up batch, untimed. Without it the Node
+    // loop ran warm from the second run on (this process had run it) and
+    // the new Miniflare's isolate ran cold every time.
+    const warmUp = specs.slice(0, Math.ceil(n / 5));
+    await inNode(warmUp);
+    await inWorkerd(warmUp);
     const nodeFirst = ctx.run % 2 === 1;
     const lambdaBefore = nodeFirst ? await inNode() : undefined;
     const edge = await inWorkerd();

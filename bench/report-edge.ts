@@ -12,7 +12,7 @@ export function edgeSection(runs: Record<string, any>[]): string[] {
     .map((k) => [k, Math.round(percentile(runs.map((x) => x[k] as number), 50)! * 1e6) / 1e6]));
   return [
     "## Edge runner (Leasehold on Cloudflare Workers, in workerd)", "",
-    `${e.n.toLocaleString("en-US")} no-op jobs, ${e.slots} slots, drained by one runner invocation in each runtime, one after the other on one database (odd runs Node first, even runs workerd first), both through the Neon driver over the same local WebSocket relay. ` +
+    `${e.n.toLocaleString("en-US")} no-op jobs, ${e.slots} slots, drained by one runner invocation in each runtime, one after the other on one database (odd runs Node first, even runs workerd first), each warmed first by an untimed drain of a fifth as many (a reused Lambda container, a reused Worker isolate), both through the Neon driver over the same local WebSocket relay. ` +
       "Lambda = the Lambda runner's loop (`runWorker`) in Node; edge = `functions/edge/worker.ts` in workerd (miniflare), started by its runner route.", "",
     "| run | Lambda runner loop (Node) | edge runner (workerd) | edge ÷ Lambda | edge CPU per job | jobs per edge invocation | edge $ per million jobs |",
     "| --- | --- | --- | --- | --- | --- | --- |",
