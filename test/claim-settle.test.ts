@@ -131,6 +131,20 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
     expect(await attemptRows(id)).toEqual([]);
   });
 
+  it("refuses an id or token that is not one, whole, as an element of its own: no list is read into another job's", async () => {
+    const queue = freshQueue();
+    await enqueueJobs(t, [job(noop, { n: 1 }, { queue }), job(noop, { n: 2 }, { queue })]);
+    const [a, b] = await claimJobs(t, { queue, runnerId: "r1", limit: 2, maxLeaseMs: 60_000 });
+    // Written into an array literal as they stand, "a,b" would be two ids and "x,token" two tokens.
+    const spliced = [{ id: `${a!.id},${b!.id}`, leaseToken: `${a!.leaseToken},${b!.leaseToken}` }];
+    await expect(completeJobs(t, spliced)).rejects.toThrow(/invalid input syntax/);
+    const quoted = [{ id: a!.id, leaseToken: `"${a!.leaseToken}"` }, { id: b!.id, leaseToken: `{${b!.leaseToken}}` }];
+    await expect(completeJobs(t, quoted)).rejects.toThrow(/invalid input syntax|malformed/);
+    for (const { id, leaseToken } of [a!, b!]) expect(await row(id)).toMatchObject({ status: "running", token: leaseToken });
+    // Ids and tokens as the claim gave them still settle, in one array each.
+    expect([...(await completeJobs(t, [a!, b!]))].sort()).toEqual([a!.id, b!.id].sort());
+  });
+
   it("issues a fresh lease token on every claim", async () => {
     const queue = freshQueue();
     const { id } = await enqueue(t, noop, { n: 1 }, { queue });

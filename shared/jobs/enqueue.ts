@@ -195,7 +195,7 @@ export async function insertClaimed(store: Store, rows: readonly Row[], runnerId
     ...CLAIMED_COLUMNS.map(([k, send]) => send(rows.map((r) => r[k]))), runnerId, TEXT(rows.map((r) => r.fairGroup)),
   ]);
   // Ids are drawn in the order the rows were inserted, which is the order given.
-  return written.map(toClaimed).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+  return written.map((r) => toClaimed(r)).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
 }
 
 /**

@@ -128,7 +128,11 @@ const SUSPECTS_WAITING = `exists (select 1 from leasehold.jobs s
  * counted (invariant 1), a fresh lease token (invariant 4), the start mark
  * cleared; `extra` narrows which of them it takes. Each row also says
  * whether suspects wait (`SUSPECTS_WAITING`), and its place in the order to
- * start them (`ord`, rising, with gaps where limits held a job back). A token is 8 random bytes
+ * start them (`ord`, rising, with gaps where limits held a job back). What
+ * the claim saw (the last group it shared with, how many it found, whether
+ * suspects wait) comes on its first row only, the others null: a runner
+ * parses each column of each row (bench/levers.md, lever 22), and the
+ * queue is the caller's own. A token is 8 random bytes
  * drawn once per statement, then the job's id: unique to this claim of this
  * job, at one `gen_random_uuid()` per claim instead of one per job (each
  * costs about 3.5 µs of the database's CPU, a sixth of claiming a job).
@@ -153,13 +157,14 @@ const claimUpdate = (from: "admitted" | "picked", extra: string, rated = false) 
       runner_id = $4::text,
       started_at = now()
   where j.id = any(array(select t.id from taken t))
-  returning j.id, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
+  returning j.id, j.name, j.payload, j.attempts, j.max_attempts, j.lease_ms, j.backoff_ms,
             j.lease_token::text, j.runs, ${startsFirstSql("j.")} as start_first${rated ? ", j.rate_key is not null as rated" : ""}
 )
-select c.id::text, c.queue, c.name, c.payload, c.attempts, c.max_attempts, c.lease_ms, c.backoff_ms,
+select c.id::text, c.name, c.payload, c.attempts, c.max_attempts, c.lease_ms, c.backoff_ms,
        c.lease_token, c.runs, c.start_first,${rated ? " c.rated," : ""} t.ord::integer,
-       (select g from groups where turn <= $2::integer order by turn desc limit 1) as last_group,
-       (select count(*)::integer from groups) as group_count, ${SUSPECTS_WAITING} as suspects_waiting
+       case when t.ord = (select min(ord) from taken) then (select g from groups where turn <= $2::integer order by turn desc limit 1) end as last_group,
+       case when t.ord = (select min(ord) from taken) then (select count(*)::integer from groups) end as group_count,
+       case when t.ord = (select min(ord) from taken) then ${SUSPECTS_WAITING} end as suspects_waiting
 from claimed c join taken t on t.id = c.id`;
 
 /**

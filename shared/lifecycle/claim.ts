@@ -135,19 +135,21 @@ async function claimWith(
   ];
   if (args.rated) params.push(Math.max(0, Math.floor(args.rateRoom ?? args.limit)));
   const { rows } = await hotQuery<ClaimResultRow>(store, sql(store.schema, text), params);
-  const last = rows[0];
+  // What the claim saw comes on its first row in order, the others' are null.
+  const first = rows.sort(byOrd)[0];
   return {
-    jobs: rows.sort(byOrd).map(toClaimed),
-    suspectsWaiting: last?.suspects_waiting,
-    lastGroup: last?.last_group,
-    groups: last?.group_count ?? 0,
+    jobs: rows.map((r) => toClaimed(r, args.queue)),
+    suspectsWaiting: first?.suspects_waiting ?? undefined,
+    lastGroup: first?.last_group,
+    groups: first?.group_count ?? 0,
   };
 }
 
 /** A claimed job as the database returns it. */
 export interface ClaimedRow {
   id: string;
-  queue: string;
+  /** Absent from a claim's rows: the caller knows the queue it claimed from. */
+  queue?: string;
   name: string;
   payload: unknown;
   attempts: number;
@@ -160,9 +162,9 @@ export interface ClaimedRow {
   rated?: boolean;
 }
 
-export function toClaimed(r: ClaimedRow): ClaimedJob {
+export function toClaimed(r: ClaimedRow, queue = r.queue!): ClaimedJob {
   return {
-    id: r.id, queue: r.queue, name: r.name, payload: r.payload, attempts: r.attempts, run: r.runs, startFirst: r.start_first,
+    id: r.id, queue, name: r.name, payload: r.payload, attempts: r.attempts, run: r.runs, startFirst: r.start_first,
     maxAttempts: r.max_attempts, leaseMs: r.lease_ms, backoffMs: r.backoff_ms, leaseToken: r.lease_token,
     ...(r.rated ? { rated: true } : {}),
   };

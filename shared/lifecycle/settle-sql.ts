@@ -82,7 +82,7 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
     result: (p) => refusedOf(p[0]!, "marked", "started"),
   },
   succeeded: {
-    values: (list) => [ids(list), tokens(list), list.map((l) => l.result ?? null), stepLogs(list)],
+    values: (list) => [ids(list), tokens(list), mostlyNull(list.map((l) => l.result ?? null)), stepLogs(list)],
     cte: (p) => `done as (
   update leasehold.jobs j
   set status = 'succeeded', finished_at = now(), lease_expires_at = null, last_error = null,
@@ -212,6 +212,27 @@ export function settleStatement(kinds: readonly Kind[], values: readonly unknown
   return text;
 }
 
-export const ids = (leases: readonly Lease[]) => leases.map((l) => l.id);
-export const tokens = (leases: readonly Lease[]) => leases.map((l) => l.leaseToken);
-const stepLogs = (list: readonly { steps?: string | null }[]) => list.map((l) => l.steps ?? null);
+/** An element an array literal can carry unquoted: digits, hex letters and dashes (an id, a token). */
+const BARE = /^[0-9a-fA-F-]+$/;
+
+/**
+ * A list of ids or tokens as a bound array parameter: written as the array
+ * literal itself (`{1,2,3}`) when every element is bare, which spares the
+ * driver quoting and escaping each element (a settle carries two such
+ * arrays of up to a thousand); anything else is passed as the array, for
+ * the driver to quote, and the statement then refuses it as it always did.
+ */
+function bareArray(values: string[]): string | string[] {
+  for (const v of values) if (!BARE.test(v)) return values;
+  return `{${values.join(",")}}`;
+}
+
+export const ids = (leases: readonly Lease[]) => bareArray(leases.map((l) => l.id));
+export const tokens = (leases: readonly Lease[]) => bareArray(leases.map((l) => l.leaseToken));
+/**
+ * A column of values that are mostly null (results, step logs): null when
+ * all are, which `unnest` reads as a null for every row, as it pads the
+ * shorter of the arrays it is given.
+ */
+const mostlyNull = <T,>(values: (T | null)[]) => (values.every((v) => v === null) ? null : values);
+const stepLogs = (list: readonly { steps?: string | null }[]) => mostlyNull(list.map((l) => l.steps ?? null));

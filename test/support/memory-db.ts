@@ -94,7 +94,7 @@ export class MemoryDb implements Queryable {
       case "claim": return this.claim(v[0] as string, v[1] as number, v[2] as number, v[4] as string[] | null);
       case "settle": return this.settle(s.parts!, v);
       case "settledEarlier": {
-        const [ids, tokens] = v as [string[], string[]];
+        const [ids, tokens] = [elements(v[0]), elements(v[1])];
         return ids.flatMap((id, i) => {
           const j = this.jobs.get(String(id));
           return j && j.token === tokens[i] && j.status !== "running" ? [{ id: j.id, status: j.status }] : [];
@@ -121,9 +121,10 @@ export class MemoryDb implements Queryable {
         token: `00000000-0000-0000-0000-${String(this.nextToken++).padStart(12, "0")}`, leaseEndsAt: this.clock.now() + j.leaseMs,
       });
       return {
-        id: j.id, queue: j.queue, name: j.name, payload: j.payload, attempts: j.attempts, runs: j.runs, start_first: false,
+        id: j.id, name: j.name, payload: j.payload, attempts: j.attempts, runs: j.runs, start_first: false,
         max_attempts: j.maxAttempts, lease_ms: j.leaseMs, backoff_ms: j.backoffMs, lease_token: j.token,
-        ord, last_group: null, group_count: 1, suspects_waiting: false,
+        // As the claim statement: what it saw on its first row only.
+        ord, last_group: null, group_count: ord === 0 ? 1 : null, suspects_waiting: ord === 0 ? false : null,
       };
     });
   }
@@ -134,7 +135,7 @@ export class MemoryDb implements Queryable {
     for (const [kind, width] of PARTS) {
       const ids = parts[kind];
       if (!ids) continue;
-      const tokens = v[at + 1] as string[];
+      const tokens = elements(v[at + 1]);
       const permanent = kind === "failed" ? (v[at + 5] as boolean[]) : [];
       ids.forEach((id, i) => {
         const j = this.live(id, tokens[i]!);
@@ -176,8 +177,14 @@ function settleParts(text: string, v: unknown[]): Partial<Record<SettleKind, str
   let at = 0;
   for (const [kind, width] of PARTS) {
     if (!text.includes(`${CTE[kind]} as (`)) continue;
-    parts[kind] = (v[at] as unknown[]).map(String);
+    parts[kind] = elements(v[at]);
     at += width;
   }
   return parts;
+}
+
+/** A bound array of ids or tokens: the array, or the array literal the settle writes for bare elements (`{1,2}`). */
+function elements(v: unknown): string[] {
+  if (typeof v === "string") return v === "{}" ? [] : v.slice(1, -1).split(",");
+  return (v as unknown[]).map(String);
 }
