@@ -52,6 +52,36 @@ describe("the executor", () => {
     expect(String(late?.reason)).toContain("about to expire");
   });
 
+  it("calls the start mark once the handler has run its time, on one timer at a time, and still aborts at the deadline", async () => {
+    const clock = new ManualClock();
+    const marks: number[] = [];
+    const type = defineJob({ name: "t", schema: z.object({}), leaseMs: 8_000, handler: () => new Promise(() => {}) });
+    const t0 = clock.now();
+    const deadline = t0 + 8_000;
+    const run = executeJob({ job: claimed(8_000), type, deadline, clock, context, markAfterMs: 50, onMark: () => marks.push(clock.now() - t0) });
+    expect(clock.pending()).toBe(1);
+    await clock.advance(49);
+    expect(marks).toEqual([]);
+    await clock.advance(1);
+    expect(marks).toEqual([50]);
+    expect(clock.pending()).toBe(1);
+    await clock.advance(8_000 - MAX_SETTLE_MARGIN_MS - 50);
+    expect(await run).toMatchObject({ outcome: "timeout" });
+    expect(marks).toEqual([50]);
+    expect(clock.pending()).toBe(0);
+  });
+
+  it("never calls the start mark of a handler that ended sooner", async () => {
+    const clock = new ManualClock();
+    let marked = false;
+    const type = defineJob({ name: "t", schema: z.object({}), handler: () => {} });
+    const outcome = await executeJob({ job: claimed(1_000), type, deadline: clock.now() + 1_000, clock, context, markAfterMs: 50, onMark: () => (marked = true) });
+    expect(outcome).toEqual({ outcome: "succeeded" });
+    expect(clock.pending()).toBe(0);
+    await clock.advance(1_000);
+    expect(marked).toBe(false);
+  });
+
   it("leaves no timer behind once a handler finishes", async () => {
     const clock = new ManualClock();
     const type = defineJob({ name: "t", schema: z.object({}), handler: () => {} });

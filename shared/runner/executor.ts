@@ -78,6 +78,13 @@ export interface ExecuteArgs {
    * each record is written on its own.
    */
   recordStep?: RecordStep;
+  /**
+   * `onMark` is called once the handler has run `markAfterMs`, unless it
+   * ended first (the runner's start mark). It shares the run's one timer
+   * with the deadline: a job that ends sooner has set a single timer.
+   */
+  markAfterMs?: number;
+  onMark?: () => void;
 }
 
 /**
@@ -118,6 +125,8 @@ class Run implements JobContext {
   #controller: AbortController | undefined;
   #steps: StepRun | undefined;
   #cancel: (() => void) | undefined;
+  #expireAt = 0;
+  #marking = false;
   #step: JobContext["step"] | undefined;
   #sleep: JobContext["sleep"] | undefined;
   #sleepUntil: JobContext["sleepUntil"] | undefined;
@@ -134,11 +143,21 @@ class Run implements JobContext {
   }
 
   start(payload: unknown): void {
-    const { job, deadline, clock } = this.a;
-    const marginMs = settleMarginMs(job.leaseMs);
-    this.#cancel = clock.after(deadline - marginMs - clock.now(), () => this.expire(marginMs));
+    const { job, deadline, clock, markAfterMs, onMark } = this.a;
+    this.#expireAt = deadline - settleMarginMs(job.leaseMs);
+    // The start mark first, if one is owed before the deadline, then the deadline: one timer at a time.
+    this.#marking = onMark !== undefined && markAfterMs !== undefined && clock.now() + markAfterMs < this.#expireAt;
+    this.#cancel = clock.after(this.#marking ? markAfterMs! : this.#expireAt - clock.now(), this.#tick);
     void this.invoke(payload);
   }
+
+  /** The run's timer: the start mark (then the deadline's timer), or the deadline. */
+  readonly #tick = () => {
+    if (!this.#marking) return this.expire();
+    this.#marking = false;
+    this.#cancel = this.a.clock.after(this.#expireAt - this.a.clock.now(), this.#tick);
+    this.a.onMark!();
+  };
 
   get signal(): AbortSignal {
     if (!this.#controller) {
@@ -173,10 +192,11 @@ class Run implements JobContext {
     }
   }
 
-  private expire(marginMs: number): void {
+  private expire(): void {
     this.#expired = true;
     this.#controller?.abort(this.abortReason());
     const { leaseMs } = this.a.job;
+    const marginMs = settleMarginMs(leaseMs);
     this.finish({ outcome: "timeout", permanent: false, error: `timeout: handler ran past ${leaseMs - marginMs}ms of its ${leaseMs}ms lease` });
   }
 

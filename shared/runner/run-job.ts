@@ -31,27 +31,24 @@ export async function runBuffered(r: RunnerParts, b: Buffered, context: ExecuteA
   // One object for the job's writes: its start mark, then its success (the usual end) with what it returned.
   const lease: Held<Success> = { id: job.id, leaseToken: job.leaseToken, deadline, result: undefined, steps: undefined };
   tally.hold(b);
-  let cancelMark: (() => void) | null = null;
+  // Owed a mark until it is written, or the job ends (its outcome records that it ran).
+  let owesMark = !job.startFirst;
   const markNow = () => {
-    if (!cancelMark) return;
-    cancelMark();
-    cancelMark = null;
+    if (!owesMark) return;
+    owesMark = false;
     completer.markStarted(lease);
   };
-  if (job.startFirst) {
-    if (!(await completer.recordStart(lease))) return tally.forget(job.id);
-  } else {
-    cancelMark = clock.after(START_MARK_AFTER_MS, markNow);
-  }
+  if (job.startFirst && !(await completer.recordStart(lease))) return tally.forget(job.id);
   // Timed on the runner's clock, the one its leases and deadlines are on (an injected clock in tests).
   const startedAt = clock.now();
   const result = await executeJob({
     job, type: type!, deadline, clock, context,
     maxResultBytes: options.limits?.maxPayloadBytes, store: options.store,
     recordStep: (record) => (markNow(), completer.recordStep({ ...record, deadline })),
+    // The executor's timer marks it once it has run START_MARK_AFTER_MS, unless it ended sooner.
+    markAfterMs: START_MARK_AFTER_MS, onMark: owesMark ? markNow : undefined,
   });
-  // Ended: its outcome records that it ran; a mark not yet due is not needed.
-  cancelMark?.();
+  owesMark = false;
   r.gauge.jobTook(clock.now() - startedAt);
   tally.ran(job.id, result.outcome);
   if (result.outcome === "succeeded") {
