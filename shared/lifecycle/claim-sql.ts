@@ -126,16 +126,15 @@ const SUSPECTS_WAITING = `exists (select 1 from leasehold.jobs s
 /**
  * The claim itself, over the jobs `a` it takes: the attempt and the run
  * counted (invariant 1), a fresh lease token (invariant 4), the start mark
- * cleared; `extra` narrows which of them it takes. Each row also says
- * whether suspects wait (`SUSPECTS_WAITING`), and its place in the order to
- * start them (`ord`, rising, with gaps where limits held a job back). What
- * the claim saw (the last group it shared with, how many it found, whether
- * suspects wait) comes on its first row only, the others null: a runner
- * parses each column of each row (bench/levers.md, lever 22), and the
- * queue is the caller's own. A token is 8 random bytes
- * drawn once per statement, then the job's id: unique to this claim of this
- * job, at one `gen_random_uuid()` per claim instead of one per job (each
- * costs about 3.5 µs of the database's CPU, a sixth of claiming a job).
+ * cleared; `extra` narrows which of them it takes. Each row has its place
+ * in the order to start them (`ord`, rising, with gaps where limits held a
+ * job back); what the claim saw (the last group it shared with, how many it
+ * found, whether suspects wait) is on the first row only, as a runner
+ * parses every column of every row (bench/levers.md, lever 22), and the
+ * queue is the caller's own. A token is 8 random bytes drawn once per
+ * statement, then the job's id: unique to this claim of this job, at one
+ * `gen_random_uuid()` per claim instead of one per job (each costs about
+ * 3.5 µs of the database's CPU, a sixth of claiming a job).
  * The update finds its jobs by their ids as one array (one scan of the
  * primary key), and their places are joined back to the rows it returns,
  * both of the batch's size: an update joined to the picked jobs was hashed
