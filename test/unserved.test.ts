@@ -13,7 +13,7 @@ import { enqueue } from "../shared/jobs/enqueue.ts";
 import { createRegistry } from "../shared/jobs/job.ts";
 import { runWorker } from "../shared/runner/worker.ts";
 import { claimable, servingRules } from "../shared/settings/serving.ts";
-import { countReady, queueStats } from "../shared/observe/stats.ts";
+import { countReady, countReadyEach, queueStats } from "../shared/observe/stats.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
 
@@ -65,6 +65,21 @@ describe("unserved jobs", () => {
     const runner = claimable({ runners: { runner: config.runners.runner! } }, registry.keys());
     expect(await countReady(t, runner, 100)).toBe(1);
     expect(await countReady(t, claimable({ runners: { runner: config.runners.runner! } }, []), 100)).toBe(0);
+  });
+
+  it("counts several runners' demand in one statement, each over its own queues, leases and cap", async () => {
+    await clear();
+    for (let i = 0; i < 4; i++) await insert("noop", "shared");
+    await insert("noop", "only-b");
+    await insert("noop", "only-b", 50_000);
+    const runners = { a: { queues: ["shared"], maxLeaseMs: 40_000 }, b: { queues: ["shared", "only-b"], maxLeaseMs: 40_000 } };
+    const each = (name: keyof typeof runners, cap: number) => ({ key: name, maxLeaseMs: claimable({ runners: { [name]: runners[name] } }, []).maxLeaseMs, cap });
+    const ready = await countReadyEach(t, ["noop"], [each("a", 3), each("b", 10), { ...each("a", 10), key: "a10" }], 0);
+    // a: 4 ready, capped at 3; b: the 4 it shares and 1 of its own (the other's lease is too long); a10, a's queue under its own cap.
+    expect(Object.fromEntries(ready)).toEqual({ a: 3, b: 5, a10: 4 });
+    expect(Object.fromEntries(await countReadyEach(t, [], [each("a", 3)], 0))).toEqual({ a: 0 });
+    // The single count is the same statement.
+    expect(await countReady(t, claimable({ runners: { b: runners.b } }, ["noop"]), 10)).toBe(5);
   });
 
   it("a runner leaves a job whose lease is longer than its maxLeaseMs, however much time it has left", async () => {

@@ -63,8 +63,13 @@ export function sql(schema: string, text: string): string {
   return out;
 }
 
-/** Runs `fn` inside a transaction on one pooled client. */
-export async function transaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` inside a transaction on one pooled client. `opening`, static
+ * statements without parameters, is sent with the `begin` in one round trip
+ * (each statement still reads its own snapshot); `fn` gets the rows of its
+ * last statement.
+ */
+export async function transaction<T>(pool: Pool, fn: (tx: Queryable, opened: unknown[]) => Promise<T>, opening?: string): Promise<T> {
   const client = await pool.connect();
   // A lent connection has no listener of its pool's: lost between two
   // statements, its error would end the process. Heard, it fails the next one.
@@ -72,8 +77,10 @@ export async function transaction<T>(pool: Pool, fn: (tx: Queryable) => Promise<
   const onError = (err: Error) => void (lost ??= err);
   client.on("error", onError);
   try {
-    await client.query("begin");
-    const result = await fn(client);
+    const begun = await client.query(opening ? `begin; ${opening}` : "begin");
+    // Several statements answer with a result each.
+    const last = (Array.isArray(begun) ? begun.at(-1) : begun) as QueryResult<unknown>;
+    const result = await fn(client, opening ? last.rows : []);
     await client.query("commit");
     return result;
   } catch (err) {

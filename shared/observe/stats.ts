@@ -70,18 +70,24 @@ export async function queueStats(store: Store, can?: Claimable): Promise<QueueSt
 }
 
 const READY_COUNT = `
-select count(*)::integer as ready from (
-  select 1 from unnest($1::text[], $2::integer[]) as s(queue, max_lease_ms)
-  cross join lateral (
-    select 1 from leasehold.jobs j
-    where j.status = 'queued' and j.queue = s.queue and j.run_at <= now() + $5::integer * interval '1 millisecond'
-      and j.lease_ms <= s.max_lease_ms and j.name = any($3::text[])
-      and (j.rate_key is null or not ${RATE_FULL("j")})
-      and (j.concurrency_key is null or not ${CONCURRENCY_FULL("j")})
-    limit $4::integer
-  ) claimable
-  limit $4::integer
-) capped`;
+select s.key, least(count(*), min(s.cap))::integer as ready
+from unnest($1::text[], $2::text[], $3::integer[], $4::integer[]) as s(key, queue, max_lease_ms, cap)
+cross join lateral (
+  select 1 from leasehold.jobs j
+  where j.status = 'queued' and j.queue = s.queue and j.run_at <= now() + $6::integer * interval '1 millisecond'
+    and j.lease_ms <= s.max_lease_ms and j.name = any($5::text[])
+    and (j.rate_key is null or not ${RATE_FULL("j")})
+    and (j.concurrency_key is null or not ${CONCURRENCY_FULL("j")})
+  limit s.cap
+) claimable
+group by s.key`;
+
+/** One runner's demand to count: the leases it allows by queue (`claimable(...).maxLeaseMs`), counted up to `cap`. */
+export interface ReadyCount {
+  key: string;
+  maxLeaseMs: ReadonlyMap<string, number>;
+  cap: number;
+}
 
 /**
  * Ready jobs a runner can claim (its queues, its job types, leases it
@@ -93,10 +99,20 @@ select count(*)::integer as ready from (
  * counts jobs coming due that soon too (runners are started ahead of a due time).
  */
 export async function countReady(store: Store, can: Claimable, cap: number, horizonMs = 0): Promise<number> {
-  const { rows } = await store.db.query<{ ready: number }>(sql(store.schema, READY_COUNT), [
-    [...can.maxLeaseMs.keys()], [...can.maxLeaseMs.values()], can.names, cap, Math.ceil(horizonMs),
+  return (await countReadyEach(store, can.names, [{ key: "", maxLeaseMs: can.maxLeaseMs, cap }], horizonMs)).get("")!;
+}
+
+/** `countReady` for several runners of the same job types in one statement (a scheduler pass's one round trip), by key. */
+export async function countReadyEach(
+  store: Store, names: readonly string[], counts: readonly ReadyCount[], horizonMs = 0,
+): Promise<Map<string, number>> {
+  const rows = counts.flatMap(({ key, maxLeaseMs, cap }) => [...maxLeaseMs].map(([queue, lease]) => ({ key, queue, lease, cap })));
+  const { rows: found } = await store.db.query<{ key: string; ready: number }>(sql(store.schema, READY_COUNT), [
+    rows.map((r) => r.key), rows.map((r) => r.queue), rows.map((r) => r.lease), rows.map((r) => r.cap), names, Math.ceil(horizonMs),
   ]);
-  return rows[0]?.ready ?? 0;
+  const ready = new Map(counts.map(({ key }) => [key, 0]));
+  for (const r of found) ready.set(r.key, r.ready);
+  return ready;
 }
 
 const PRUNE_JOBS = `

@@ -2,7 +2,7 @@ import { lightRunner } from "../settings/config.ts";
 import type { Pool } from "../db/db.ts";
 import { reserveRunners, runnersToStart, stopRunner } from "./fleet.ts";
 import { claimable } from "../settings/serving.ts";
-import { countReady } from "../observe/stats.ts";
+import { countReadyEach } from "../observe/stats.ts";
 
 /**
  * One scheduler pass, whatever starts the runners (a Lambda invoke, a fetch
@@ -69,11 +69,10 @@ export async function schedulePass(o: PassOptions): Promise<PassResult> {
   const store = { db: o.pool, schema: o.schema };
   const newId = o.newId ?? (() => crypto.randomUUID());
   const names = [...o.names];
-  const ready = new Map<string, number>();
-  for (const [name, r] of o.runners) {
-    const cap = r.slots * r.maxConcurrency + 1;
-    ready.set(name, await countReady(store, claimable({ runners: { [name]: r } }, names), cap, o.horizonMs));
-  }
+  // Each runner's demand, capped at what its fleet could take, all in one statement.
+  const ready = await countReadyEach(store, names, o.runners.map(([name, r]) => ({
+    key: name, maxLeaseMs: claimable({ runners: { [name]: r } }, names).maxLeaseMs, cap: r.slots * r.maxConcurrency + 1,
+  })), o.horizonMs);
   const total = [...ready.values()].reduce((a, b) => a + b, 0);
   const invoked = new Map<string, number>();
   if (total === 0) return { ready, total, reserved: 0, invoked, covered: false };

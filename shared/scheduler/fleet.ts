@@ -26,9 +26,12 @@ const LIVE_RUNNERS = `
 select runner, count(*)::integer as live from leasehold.runners
 where expires_at > now() group by runner`;
 
+/** The lock, then the fleet as it is once the lock is held: sent with the `begin`, one round trip. */
+const LOCKED_LIVE_RUNNERS = `select pg_advisory_xact_lock(${SCHEDULER_LOCK}); ${LIVE_RUNNERS}`;
+
 const RESERVE_RUNNERS = `
 insert into leasehold.runners (id, runner, expires_at)
-select id, $2::text, now() + $3::integer * interval '1 millisecond' from unnest($1::text[]) as t(id)`;
+select id, runner, now() + $3::integer * interval '1 millisecond' from unnest($1::text[], $2::text[]) as t(id, runner)`;
 
 /**
  * Runs `plan` with the live runner counts under the scheduler lock, and
@@ -40,15 +43,12 @@ export async function reserveRunners(
   schema: string,
   plan: (live: Map<string, number>) => Map<string, string[]>,
 ): Promise<Map<string, string[]>> {
-  return transaction(pool, async (tx) => {
-    await tx.query("select pg_advisory_xact_lock($1::bigint)", [SCHEDULER_LOCK]);
-    const { rows } = await tx.query<{ runner: string; live: number }>(sql(schema, LIVE_RUNNERS));
-    const decided = plan(new Map(rows.map((r) => [r.runner, r.live])));
-    for (const [runner, ids] of decided) {
-      if (ids.length > 0) await tx.query(sql(schema, RESERVE_RUNNERS), [ids, runner, STARTING_GRACE_MS]);
-    }
+  return transaction(pool, async (tx, live) => {
+    const decided = plan(new Map((live as { runner: string; live: number }[]).map((r) => [r.runner, r.live])));
+    const reserved = [...decided].flatMap(([runner, ids]) => ids.map((id) => [id, runner] as const));
+    if (reserved.length > 0) await tx.query(sql(schema, RESERVE_RUNNERS), [reserved.map((r) => r[0]), reserved.map((r) => r[1]), STARTING_GRACE_MS]);
     return decided;
-  });
+  }, sql(schema, LOCKED_LIVE_RUNNERS));
 }
 
 const START_RUNNER = `
