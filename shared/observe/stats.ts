@@ -70,17 +70,22 @@ export async function queueStats(store: Store, can?: Claimable): Promise<QueueSt
 }
 
 const READY_COUNT = `
-select s.key, least(count(*), min(s.cap))::integer as ready
-from unnest($1::text[], $2::text[], $3::integer[], $4::integer[]) as s(key, queue, max_lease_ms, cap)
-cross join lateral (
-  select 1 from leasehold.jobs j
-  where j.status = 'queued' and j.queue = s.queue and j.run_at <= now() + $6::integer * interval '1 millisecond'
-    and j.lease_ms <= s.max_lease_ms and j.name = any($5::text[])
-    and (j.rate_key is null or not ${RATE_FULL("j")})
-    and (j.concurrency_key is null or not ${CONCURRENCY_FULL("j")})
-  limit s.cap
-) claimable
-group by s.key`;
+select k.key, least(k.cap, (
+  select count(*) from (
+    select 1 from unnest($2::text[], $3::text[], $4::integer[]) as s(key, queue, max_lease_ms)
+    cross join lateral (
+      select 1 from leasehold.jobs j
+      where j.status = 'queued' and j.queue = s.queue and j.run_at <= now() + $7::integer * interval '1 millisecond'
+        and j.lease_ms <= s.max_lease_ms and j.name = any($6::text[])
+        and (j.rate_key is null or not ${RATE_FULL("j")})
+        and (j.concurrency_key is null or not ${CONCURRENCY_FULL("j")})
+      limit $8::integer
+    ) claimable
+    where s.key = k.key
+    -- The largest cap, a parameter, as each limit: the planner knows how few rows it needs.
+    limit $8::integer
+  ) capped))::integer as ready
+from unnest($1::text[], $5::integer[]) as k(key, cap)`;
 
 /** One runner's demand to count: the leases it allows by queue (`claimable(...).maxLeaseMs`), counted up to `cap`. */
 export interface ReadyCount {
@@ -106,9 +111,10 @@ export async function countReady(store: Store, can: Claimable, cap: number, hori
 export async function countReadyEach(
   store: Store, names: readonly string[], counts: readonly ReadyCount[], horizonMs = 0,
 ): Promise<Map<string, number>> {
-  const rows = counts.flatMap(({ key, maxLeaseMs, cap }) => [...maxLeaseMs].map(([queue, lease]) => ({ key, queue, lease, cap })));
+  const rows = counts.flatMap(({ key, maxLeaseMs }) => [...maxLeaseMs].map(([queue, lease]) => ({ key, queue, lease })));
   const { rows: found } = await store.db.query<{ key: string; ready: number }>(sql(store.schema, READY_COUNT), [
-    rows.map((r) => r.key), rows.map((r) => r.queue), rows.map((r) => r.lease), rows.map((r) => r.cap), names, Math.ceil(horizonMs),
+    counts.map((c) => c.key), rows.map((r) => r.key), rows.map((r) => r.queue), rows.map((r) => r.lease), counts.map((c) => c.cap),
+    names, Math.ceil(horizonMs), Math.max(0, ...counts.map((c) => c.cap)),
   ]);
   const ready = new Map(counts.map(({ key }) => [key, 0]));
   for (const r of found) ready.set(r.key, r.ready);

@@ -73,9 +73,12 @@ async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLea
   waiter.requested = false;
   const idleBefore = slots.busy === 0 && producer.buffered === 0;
   const rateRoom = Math.max(0, slots.size - slots.busy - producer.buffered);
+  // Until a claim has brought jobs, a claim may be the one that opened the pool's connection
+  // (the announce opens another beside it): a handshake, not a round trip to size the prefetch by.
+  const timed = tally.summary.claimed > 0;
   const sent = performance.now();
   const claimed = (await producer.claim(want, maxLeaseMs(), false, rateRoom)).length;
-  gauge.claimTook(performance.now() - sent);
+  if (timed) gauge.claimTook(performance.now() - sent);
   // An arrival: work found after an idle spell, or the first (runner/linger.ts).
   if (claimed > 0 && (idleBefore || tally.summary.claimed === 0)) linger.arrived();
   tally.claimed(claimed);
