@@ -344,33 +344,6 @@ describe("a follow-up after a claim that filled its batch", () => {
     expect([byName("foreign").status, byName("long").status, byName("later").status]).toEqual(["queued", "queued", "queued"]);
   });
 
-  it("hands off behind the jobs waiting in its buffer while it has room, and enqueues beyond that", async () => {
-    const queue = "behind-buffer";
-    const order: string[] = [];
-    const other = defineJob({ name: `${queue}-other`, schema: z.object({ k: z.number() }), queue, handler: ({ k }) => void order.push(`other${k}`) });
-    const child = defineJob({ name: `${queue}-child`, schema: z.object({ k: z.number() }), queue, handler: ({ k }) => void order.push(`child${k}`) });
-    const parent = defineJob({
-      name: `${queue}-parent`, schema: z.object({}), queue,
-      handler: async (_p, ctx) => {
-        order.push("parent");
-        for (const k of [1, 2, 3]) await ctx.enqueue(child, { k });
-      },
-    });
-    await enqueue(t, parent, {});
-    await enqueue(t, other, { k: 1 });
-    // One slot, one job claimed ahead: the first claim takes the parent and the other job, and the
-    // buffer has room for one more, the first child; the second and third go through the queue.
-    const summary = await runWorker({
-      linger: "fixed", store: t, registry: createRegistry([parent, child, other]), queues: [queue], runnerId: `${queue}-runner`,
-      slots: 1, prefetch: 1, idleMs: 100, pollMs: 20, maxLeaseMs: 60_000,
-    });
-    expect(summary).toMatchObject({ succeeded: 5, failed: 0 });
-    expect(order).toEqual(["parent", "other1", "child1", "child2", "child3"]);
-    expect((await started(queue)).map((r) => [r.name.replace(`${queue}-`, ""), r.inserted_claimed])).toEqual([
-      ["parent", false], ["other", false], ["child", true], ["child", false], ["child", false],
-    ]);
-  });
-
   it("enqueues the follow-up behind a job it could claim that waits ahead, which starts first", async () => {
     const queue = "full-claim-behind";
     const other = defineJob({ name: `${queue}-other`, schema: z.object({}), queue, handler: () => void c.order.push("other") });

@@ -10,16 +10,15 @@ import { buffered } from "./producer.ts";
 
 /**
  * A handler's `ctx.enqueue`: follow-up jobs. One this runner can start now,
- * when its buffer has room (what the loop would claim into it), no suspect
- * waits or runs, its lease fits, and no job it could claim waits ahead of it
- * in its queue, is handed off: inserted already claimed by this runner (the
- * insert is the claim) and put in the producer's buffer, at its head when
- * nothing waited there, else behind what did, with no claim round trip.
- * Nothing waits ahead when the last claim found the queue drained; when that
- * claim filled its batch instead, the insert itself looks, in the same
- * statement, and enqueues the job plainly if one waits. Any other is
- * enqueued; one this runner serves now asks the loop for a claim at once,
- * one for later or elsewhere is told to `onFollowUp`.
+ * when nothing waits here, no suspect waits or runs, its lease fits, and no
+ * job it could claim waits ahead of it in its queue, is handed off: inserted
+ * already claimed by this runner (the insert is the claim) and put at the
+ * head of the producer's buffer, to start as soon as a slot is free with no
+ * claim round trip. Nothing waits ahead when the last claim found the queue
+ * drained; when that claim filled its batch instead, the insert itself
+ * looks, in the same statement, and enqueues the job plainly if one waits.
+ * Any other is enqueued; one this runner serves now asks the loop for a
+ * claim at once, one for later or elsewhere is told to `onFollowUp`.
  */
 export function follower(r: RunnerParts): JobContext["enqueue"] {
   const { options, producer, clock } = r;
@@ -30,10 +29,7 @@ export function follower(r: RunnerParts): JobContext["enqueue"] {
     const { debounce, throttle } = chosenFlowControl(type, opts ?? {});
     const now = options.queues.includes(queue) && !opts?.runAt && !opts?.delayMs && !debounce;
     const maxLeaseMs = r.maxLeaseMs();
-    // Room as the loop counts it (shared/runner/loop.ts, `wanted`): the calling handler's slot is about to free.
-    const waiting = producer.buffered;
-    const room = waiting <= r.slots.size + (options.prefetch ?? r.gauge.size()) - r.slots.busy;
-    if (now && !opts?.dedupeKey && !throttle && room && !r.isolation.active &&
+    if (now && !opts?.dedupeKey && !throttle && producer.buffered === 0 && !r.isolation.active &&
         options.registry.has(type.name) && type.leaseMs <= maxLeaseMs && !type.concurrency && !type.rateLimit /* only the claim admits these */) {
       const sentAt = clock.now();
       const spec = { type, payload, options: opts };
@@ -45,7 +41,7 @@ export function follower(r: RunnerParts): JobContext["enqueue"] {
         : await enqueueFollowUp(options.store, spec, options.runnerId, { names: [...options.registry.keys()], maxLeaseMs }, options.limits);
       if ("claimed" in written) {
         r.tally.claimed(1);
-        producer.handOff(buffered(written.claimed, sentAt), waiting === 0);
+        producer.handOff(buffered(written.claimed, sentAt));
         r.slots.pump();
         return { id: written.claimed.id, existing: false };
       }

@@ -102,11 +102,10 @@ export class Producer {
 
   /**
    * A job this runner already holds (a follow-up inserted claimed by it,
-   * runner/follow.ts): first, before anything claimed meanwhile, or last.
+   * runner/follow.ts): it starts before anything claimed earlier.
    */
-  handOff(item: Buffered, first: boolean): void {
-    if (first) this.buffer.unshift(item);
-    else this.buffer.push(item);
+  handOff(item: Buffered): void {
+    this.buffer.unshift(item);
   }
 
   /** Empties the buffer, returning what never started (to be given back). */
