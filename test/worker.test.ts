@@ -229,22 +229,27 @@ describe.each(drivers)("the runner loop (%s driver)", (driver) => {
   });
 
   it("does not size its prefetch by a first claim that had to open the connection", async () => {
-    const quick = defineJob({ name: "quick", schema: z.object({}), queue: "first-claim", handler: () => new Promise<void>((r) => setTimeout(r, 2)) });
+    const clock = new ManualClock();
+    const quick = defineJob({ name: "quick", schema: z.object({}), queue: "first-claim", handler: () => work(clock, 2) });
     await enqueueJobs(t, Array.from({ length: 300 }, () => job(quick, {})));
-    // The first statement waits 300 ms, as a handshake through a slow relay would; every claim's batch size is kept.
+    // The first statement takes 300 ms, as a handshake through a slow relay would; every claim's batch size is kept.
     let first = true;
     const asked: number[] = [];
-    const slowStart: Queryable = {
-      query: async (text, values) => {
-        if (first) (first = false), await new Promise((r) => setTimeout(r, 300));
-        if (text.includes("skip locked")) asked.push(Number(values![1]));
-        return t.db.query(text, values);
-      },
+    const counted = watched(t);
+    const store = {
+      ...counted,
+      db: {
+        query: async (text: string, values?: unknown[]) => {
+          if (first) (first = false), await new Promise<void>((r) => clock.after(300, r));
+          if (text.includes("skip locked")) asked.push(Number(values![1]));
+          return counted.db.query(text, values);
+        },
+      } as Queryable,
     };
-    const summary = await runWorker({ linger: "fixed", store: { db: slowStart, schema: t.schema }, registry: createRegistry([quick]), queues: ["first-claim"], runnerId: "first-claim", slots: 10, idleMs: 100 });
+    const summary = await onClock(clock, "first-claim", { store, registry: createRegistry([quick]), queues: ["first-claim"], runnerId: "first-claim", slots: 10, idleMs: 100, linger: "fixed" });
     expect(summary.succeeded).toBe(300);
-    // 10 slots of jobs of at least 2 ms finish at most 250 in the 50 ms hold; timed by the 300 ms
-    // first claim, the prefetch would be what they finish in two of those: the cap, 1,000.
+    // 10 slots of 2 ms jobs finish 250 in the 50 ms hold; timed by the 300 ms first claim, the
+    // prefetch would be what they finish in two of those: the cap, 1,000.
     expect(Math.max(...asked)).toBeLessThanOrEqual(10 + 250);
   });
 

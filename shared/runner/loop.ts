@@ -69,16 +69,16 @@ function wanted({ slots, producer, isolation, gauge, options }: RunnerParts): nu
 }
 
 /** One claim of `want`, of which rate-limited jobs only as many as there are free slots; timed for the prefetch gauge. */
-async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLeaseMs, bell }: RunnerParts, want: number): Promise<number> {
+async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLeaseMs, bell, clock }: RunnerParts, want: number): Promise<number> {
   waiter.requested = false;
   const idleBefore = slots.busy === 0 && producer.buffered === 0;
   const rateRoom = Math.max(0, slots.size - slots.busy - producer.buffered);
   // Until a claim has brought jobs, a claim may be the one that opened the pool's connection
   // (the announce opens another beside it): a handshake, not a round trip to size the prefetch by.
   const timed = tally.summary.claimed > 0;
-  const sent = performance.now();
+  const sent = clock.now();
   const claimed = (await producer.claim(want, maxLeaseMs(), false, rateRoom)).length;
-  if (timed) gauge.claimTook(performance.now() - sent);
+  if (timed) gauge.claimTook(clock.now() - sent);
   // An arrival: work found after an idle spell, or the first (runner/linger.ts).
   if (claimed > 0 && (idleBefore || tally.summary.claimed === 0)) linger.arrived();
   tally.claimed(claimed);
