@@ -3,10 +3,6 @@ import {
   pruneRunners, renewRunner, reserveRunners, RUNNER_TTL_MS, SCHEDULER_LOCK, STARTING_GRACE_MS, startRunner, stopRunner,
 } from "../shared/scheduler/fleet.ts";
 import { planRunners } from "../shared/scheduler/fanout.ts";
-import { runSession } from "../shared/runner/session.ts";
-import { createRegistry, defineJob } from "../shared/jobs/job.ts";
-import { enqueue } from "../shared/jobs/enqueue.ts";
-import { z } from "zod";
 import { createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 /** The scheduler's view of the runner fleet, on a real database, through either driver (the reservation's lock and read go with its `begin`). */
@@ -79,38 +75,6 @@ describe.each(drivers)("the runner fleet (%s driver)", (driver) => {
     expect(decided.size).toBe(0);
     expect(await pruneRunners(t)).toBe(1);
     expect((await runnerRows()).map((r) => r.id)).toEqual([recent]);
-  });
-
-  it("a starting runner claims without waiting for its announce, and its row is gone once it leaves", async () => {
-    const events: string[] = [];
-    let started!: () => void;
-    const handlerStarted = new Promise<void>((resolve) => (started = resolve));
-    const type = defineJob({ name: "fleet.announce", schema: z.object({}), handler: async () => (events.push("job"), started()) });
-    await enqueue(t, type, {}, { queue: "announce" });
-    await t.admin.query(`insert into "${t.schema}".runners (id, runner, expires_at) values ('held', 'fleet-a', now() + interval '15 seconds')`);
-    // The announce (an upsert of the reserved row) waits behind this lock.
-    const holder = await t.admin.connect();
-    await holder.query("begin");
-    await holder.query(`select 1 from "${t.schema}".runners where id = 'held' for update`);
-    const session = runSession({
-      store: t, registry: createRegistry([type]), queues: ["announce"], runnerId: "req-h", invocationId: "held", runner: "fleet-a",
-      requestId: "req-h", maxLeaseMs: 60_000, marginMs: 1_000, remainingMs: () => 600_000, slots: 1, idleMs: 50, linger: "fixed",
-      log: { info() {}, warn: (message) => void events.push(message), error: (message) => void events.push(message) }, reportDeaths: () => {},
-    });
-    const holderPid = (await holder.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!.pid;
-    const blocked = async () => (await t.admin.query<{ n: number }>(
-      "select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))", [holderPid])).rows[0]!.n;
-    while ((await blocked()) < 1);
-    // The job runs while the announce is still blocked; a runner that waited for it would run the job
-    // only once the announce had failed on its statement timeout, and say so first.
-    await handlerStarted;
-    expect(events).toEqual(["job"]);
-    expect((await runnerRows()).find((r) => r.id === "held")?.request_id).toBeNull();
-    await holder.query("commit");
-    holder.release();
-    expect(await session).toMatchObject({ claimed: 1, succeeded: 1 });
-    // Announced, then left: no row of it counts as supply afterwards.
-    expect((await runnerRows()).map((r) => r.id)).not.toContain("held");
   });
 });
 

@@ -73,8 +73,8 @@ async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLea
   waiter.requested = false;
   const idleBefore = slots.busy === 0 && producer.buffered === 0;
   const rateRoom = Math.max(0, slots.size - slots.busy - producer.buffered);
-  // Until a claim has brought jobs, a claim may be the one that opened the pool's connection
-  // (the announce opens another beside it): a handshake, not a round trip to size the prefetch by.
+  // Until a claim has brought jobs, a claim may be the one that opened a connection of the
+  // pool: a handshake, not a round trip to size the prefetch by.
   const timed = tally.summary.claimed > 0;
   const sent = clock.now();
   const claimed = (await producer.claim(want, maxLeaseMs(), false, rateRoom)).length;

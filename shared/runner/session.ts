@@ -38,13 +38,11 @@ export async function runSession(o: SessionOptions): Promise<WorkerSummary> {
       log.warn("runner heartbeat failed", { error: String(err) }),
     );
   }, HEARTBEAT_MS);
-  // Announcing itself is best effort: the heartbeat retries, and the loop
-  // rides out (or cleanly gives up on) a database that is not there. The
-  // first claim does not wait for it: the scheduler's reservation already
-  // counts this runner, and a start is one round trip shorter.
-  const announced = startRunner(store, { id: invocationId, runner: o.runner, requestId: o.requestId }).catch((err) =>
-    log.warn("could not announce runner", { error: String(err) }));
   try {
+    // Announcing itself is best effort: the heartbeat retries, and the loop
+    // below rides out (or cleanly gives up on) a database that is not there.
+    await startRunner(store, { id: invocationId, runner: o.runner, requestId: o.requestId }).catch((err) =>
+      log.warn("could not announce runner", { error: String(err) }));
     return await runWorker({
       ...o,
       onDead: (ids) => {
@@ -53,8 +51,6 @@ export async function runSession(o: SessionOptions): Promise<WorkerSummary> {
       },
     });
   } finally {
-    // Leaving never runs ahead of the announce it undoes.
-    await announced;
     await deaths;
     clearInterval(heartbeat);
     await stopRunner(store, invocationId).catch((err) => log.warn("could not deregister runner", { error: String(err) }));
