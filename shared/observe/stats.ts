@@ -116,9 +116,8 @@ export async function countReadyEach(
     counts.map((c) => c.key), rows.map((r) => r.key), rows.map((r) => r.queue), rows.map((r) => r.lease), counts.map((c) => c.cap),
     names, Math.ceil(horizonMs), Math.max(0, ...counts.map((c) => c.cap)),
   ]);
-  const ready = new Map(counts.map(({ key }) => [key, 0]));
-  for (const r of found) ready.set(r.key, r.ready);
-  return ready;
+  // One row per runner, 0 when nothing is ready.
+  return new Map(found.map((r) => [r.key, r.ready]));
 }
 
 const PRUNE_JOBS = `

@@ -75,12 +75,12 @@ async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLea
   const rateRoom = Math.max(0, slots.size - slots.busy - producer.buffered);
   // Until a claim has brought jobs, a claim may be the one that opened a connection of the
   // pool: a handshake, not a round trip to size the prefetch by.
-  const timed = tally.summary.claimed > 0;
+  const noneYet = tally.summary.claimed === 0;
   const sent = clock.now();
   const claimed = (await producer.claim(want, maxLeaseMs(), false, rateRoom)).length;
-  if (timed) gauge.claimTook(clock.now() - sent);
+  if (!noneYet) gauge.claimTook(clock.now() - sent);
   // An arrival: work found after an idle spell, or the first (runner/linger.ts).
-  if (claimed > 0 && (idleBefore || tally.summary.claimed === 0)) linger.arrived();
+  if (claimed > 0 && (idleBefore || noneYet)) linger.arrived();
   tally.claimed(claimed);
   // Work found: no ring needed until a claim finds none; a full claim: busy, the bell's connection goes back.
   if (claimed > 0 && bell) claimed === want && bell.listening ? void bell.quiet() : bell.found();
