@@ -7,7 +7,7 @@
  *   npx tsx bench/bell-cost.ts [PRODUCERS=8]   (BENCH_DSN, default the local Postgres)
  */
 import pg from "pg";
-import { z } from "zod";
+import * as z from "zod";
 import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { migrate } from "../shared/db/migrate.ts";
 import { enqueue } from "../shared/jobs/enqueue.ts";

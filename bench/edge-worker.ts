@@ -2,7 +2,7 @@
  * The edge Worker the benchmark runs in workerd: functions/edge/worker.ts
  * with one no-op job type, the same type the Node runner beside it runs.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { createEdgeWorker } from "../functions/edge/worker.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 

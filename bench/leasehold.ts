@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { z } from "zod";
+import * as z from "zod";
 import { namesAs, type Store } from "../shared/db/db.ts";
 import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";

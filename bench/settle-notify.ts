@@ -21,7 +21,7 @@ import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { defineJob } from "../shared/jobs/job.ts";
 import { migrate } from "../shared/db/migrate.ts";
 import { JOB_ENDED_CHANNEL, settleJobs, type Lease } from "../shared/lifecycle/settle.ts";
-import { z } from "zod";
+import * as z from "zod";
 
 const BEFORE = `with done as (
   update leasehold.jobs j

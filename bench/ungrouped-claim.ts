@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { Store } from "../shared/db/db.ts";
 import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";

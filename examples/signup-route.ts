@@ -10,7 +10,7 @@
  */
 import { Hono } from "hono";
 import { validator } from "hono/validator";
-import { z } from "zod";
+import * as z from "zod";
 import { sendWelcomeEmail } from "../jobs/index.ts";
 import { schemaIdent, transaction, type Pool, type Queryable } from "../shared/db/db.ts";
 import { enqueue } from "../shared/jobs/enqueue.ts";

@@ -1,5 +1,5 @@
 import type { Context } from "aws-lambda";
-import { z } from "zod";
+import * as z from "zod";
 import { lightRunner, RUNNER_MARGIN_MS } from "../shared/settings/config.ts";
 import { environmentLinger } from "../shared/runner/linger.ts";
 import type { SettledEvent } from "../shared/runner/options.ts";

@@ -1,6 +1,6 @@
 import type { SchedulerClient } from "@aws-sdk/client-scheduler";
 import type { Context } from "aws-lambda";
-import { z } from "zod";
+import * as z from "zod";
 import { readEnvironment } from "../shared/settings/environment.ts";
 import { InvokeBackoff } from "../shared/scheduler/invoke-backoff.ts";
 import { lambdaClient, schedulerClient } from "./aws.ts";

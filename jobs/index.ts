@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { defineRecurring, type RecurringJob } from "../shared/jobs/recurring.ts";
 

@@ -19,5 +19,9 @@ export { ValidationError, UnknownJobTypeError, PermanentError } from "./errors.t
 export { defineConfig, DEFAULT_QUEUE, DEFAULT_SCHEMA, type Config, type ConfigInput } from "./settings/config.ts";
 export { defineRecurring, type RecurringJob } from "./jobs/recurring.ts";
 export { resolveSettings, type Settings } from "./settings/settings.ts";
-/** The zod the job schemas are written with: one copy, the package's own. */
+/**
+ * The zod the job schemas are written with: one copy, the package's own. A
+ * bundle that uses this `z` holds all of zod; `import * as z from
+ * "leasehold/zod"` holds only what its schemas use (shared/zod.ts).
+ */
 export { z } from "zod";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { registry as appRegistry } from "../jobs/index.ts";
 import { defineConfig } from "../shared/settings/config.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";

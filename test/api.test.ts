@@ -6,7 +6,7 @@ import { claimJobs } from "../shared/lifecycle/claim.ts";
 import { failJobs, settleJobs } from "../shared/lifecycle/settle.ts";
 import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { defineJob } from "../shared/jobs/job.ts";
-import { z } from "zod";
+import * as z from "zod";
 import { createPool, createTestDb, drivers, type TestDb } from "./support/db.ts";
 
 const token = generateToken();

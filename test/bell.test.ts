@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { enqueue, enqueueJobs, enqueueFollowUp, job } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { JOB_READY_CHANNEL } from "../shared/lifecycle/enqueue-sql.ts";

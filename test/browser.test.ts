@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { serve, type ServerType } from "@hono/node-server";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { createApp } from "../functions/api/app.ts";
 import { generateToken } from "../functions/api/auth.ts";
 import { claimJobs } from "../shared/lifecycle/claim.ts";

@@ -9,7 +9,7 @@ import { completeJobs, extendLease, failJobs, releaseJobs, settledEarlier, settl
 import { createTestDb, drivers, expireLeases, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
-import { z } from "zod";
+import * as z from "zod";
 
 // A lease runs out when the test moves it into the past (`expireLeases`), not by waiting.
 const short = defineJob({ name: "short", schema: z.object({}), handler: () => {}, leaseMs: 60_000, backoffMs: 0 });

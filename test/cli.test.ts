@@ -11,7 +11,7 @@ import { getJob } from "../shared/observe/admin.ts";
 import { claimJobs } from "../shared/lifecycle/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { defineJob } from "../shared/jobs/job.ts";
-import { z } from "zod";
+import * as z from "zod";
 import { failJobs, settleJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, databaseUrl, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";

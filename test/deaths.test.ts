@@ -5,7 +5,7 @@
  * the reason of each attempt.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { enqueue } from "../shared/jobs/enqueue.ts";
 import type { JobType } from "../shared/jobs/job.ts";
 import { killer, refused, reshaped, slow, throws } from "./fixtures/e2e-jobs.ts";

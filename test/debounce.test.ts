@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import type { Pool, Store } from "../shared/db/db.ts";
 import { claimJobs } from "../shared/lifecycle/claim.ts";
 import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";

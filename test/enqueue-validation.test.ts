@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import defaultConfig from "../leasehold.config.ts";
 import { enqueue, enqueueClaimed, enqueueJobs, job, type EnqueueLimits, type JobSpec } from "../shared/jobs/enqueue.ts";
 import { ValidationError } from "../shared/errors.ts";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startEmbeddedPostgres, type RunningPostgres } from "../dev/embedded-postgres.ts";
 import { proxyInFront, type FaultProxy } from "./support/fault-proxy.ts";
 import { runFaultScenario, type FaultRunResult } from "./support/fault-run.ts";
-import { z } from "zod";
+import * as z from "zod";
 import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";

@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { claimJobs } from "../shared/lifecycle/claim.ts";
 import { transaction, type Pool, type Store } from "../shared/db/db.ts";
 import { createPgPool } from "../shared/db/drivers/pg.ts";

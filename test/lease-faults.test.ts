@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { queryWithin, WriteDeadlineError } from "../shared/db/deadline.ts";
 import { defineJob } from "../shared/jobs/job.ts";

@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import type { Pool, Queryable } from "../shared/db/db.ts";
 import { sql } from "../shared/db/db.ts";
 import { enqueueJobs, job } from "../shared/jobs/enqueue.ts";

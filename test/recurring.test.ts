@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { createApp } from "../functions/api/app.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { defineRecurring, enqueueTick, latestTick, listRecurring, nextTick } from "../shared/jobs/recurring.ts";

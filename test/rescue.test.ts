@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { claimJobs } from "../shared/lifecycle/claim.ts";
 import type { Queryable } from "../shared/db/db.ts";
 import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { cancelJob } from "../shared/lifecycle/manual.ts";
 import { getJob } from "../shared/observe/admin.ts";
 import { enqueue } from "../shared/jobs/enqueue.ts";

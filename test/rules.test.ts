@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import pg from "pg";
 import {
   chargedAttempts, chargedAttemptsSql, endsDeadSql, isLastAttempt, lastAttemptSql, retryOrDead, startsFirstSql,

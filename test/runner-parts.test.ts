@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import type { ClaimedJob } from "../shared/lifecycle/claim.ts";
 import { PermanentError } from "../shared/errors.ts";
 import { defineJob } from "../shared/jobs/job.ts";

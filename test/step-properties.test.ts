@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { claimJobs } from "../shared/lifecycle/claim.ts";
 import { enqueue } from "../shared/jobs/enqueue.ts";
 import { defineJob } from "../shared/jobs/job.ts";

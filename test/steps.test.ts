@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { getJob } from "../shared/observe/admin.ts";
 import { enqueue } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob, type JobContext } from "../shared/jobs/job.ts";

@@ -3,7 +3,7 @@
  * payload type flows from a job's zod schema to enqueue and to its handler.
  * Each `@ts-expect-error` fails the type check if the line it marks compiles.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { sendWelcomeEmail } from "../jobs/index.ts";
 import type { Queryable } from "../shared/db/db.ts";
 import { enqueue, job } from "../shared/jobs/enqueue.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { retryDelayMs } from "../shared/lifecycle/backoff.ts";
 import { MAX_BACKOFF_MS } from "../shared/settings/config.ts";
 import { sql } from "../shared/db/db.ts";

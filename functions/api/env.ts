@@ -3,7 +3,7 @@
  * SST's linked resources (`Resource.DatabaseUrl.value`, `Resource.ApiToken.value`);
  * locally and in tests, from environment variables. Values are never logged.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Config } from "../../shared/settings/config.ts";
 import { SCHEMA_NAME } from "../../shared/db/db.ts";
 import { resolveSettings } from "../../shared/settings/settings.ts";

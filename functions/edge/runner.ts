@@ -1,5 +1,5 @@
 import { closePool } from "../../shared/db/db.ts";
-import { z } from "zod";
+import * as z from "zod";
 import { RUNNER_MARGIN_MS } from "../../shared/settings/config.ts";
 import { EDGE_ENV } from "../../shared/settings/environment.ts";
 import type { Registry } from "../../shared/jobs/job.ts";

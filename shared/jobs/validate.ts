@@ -4,7 +4,7 @@
  * the bounds `defineJob` holds a job type's defaults to. A refusal is a
  * `ValidationError` with the path of each bad field; nothing is written.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { MAX_BACKOFF_MS, MIN_LEASE_MESSAGE, MIN_LEASE_MS, RUNNER_MARGIN_MS } from "../settings/config.ts";
 import { concurrencyIssues, fairnessOf, type Fairness } from "./concurrency.ts";
 import { ValidationError } from "../errors.ts";

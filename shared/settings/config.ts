@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { SCHEMA_NAME } from "../db/db.ts";
 import { schedulerTimeoutNeededMs } from "../scheduler/wake-plan.ts";
 

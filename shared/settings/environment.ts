@@ -16,7 +16,7 @@
  * dev stack's (dev/local-env.ts), applied by what it bundles into its local
  * functions, and nothing in functions/ or shared/ reads them.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /** Each variable, by the name code uses for it. */
 export const ENV = {

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { defineJob } from "../../shared/jobs/job.ts";
 
 /** Job types the core tests enqueue; handlers are set per test where run. */
