@@ -89,8 +89,12 @@ with recursive after_start(g) as (
  * Whether a group other than $6 has queued jobs: two probes of
  * jobs_fair_ready_idx, the last group before $6 and the first after it
  * (functions of migration 0015, each planned as that index's ordered scan
- * whatever the statistics say), evaluated once per statement. Like the fair
- * claim's group walk it counts a group whose jobs are all delayed.
+ * whatever the statistics say), evaluated once per statement: as a scalar
+ * subquery (an InitPlan), whose value an EvalPlanQual recheck keeps. Written
+ * bare it was a One-Time Filter, which every recheck evaluates again: each
+ * row another runner claimed since this claim's snapshot (8 runners: 0.19
+ * probes a job, 0.006 as a subquery). Like the fair claim's group walk it
+ * counts a group whose jobs are all delayed.
  */
 const OTHER_GROUP_QUEUED = `(leasehold.fair_group_before($1::text, $6::text) is not null
         or leasehold.fair_group_after($1::text, $6::text) is not null)`;
@@ -107,7 +111,7 @@ with picked as (
   select ${PICKED_COLUMNS(rated)}, row_number() over () as ord from (
     select ${CANDIDATE_COLUMNS(rated)} from leasehold.jobs j
     where ${READY(suspect, rated)}
-      and ($6::text is null or not ${OTHER_GROUP_QUEUED})
+      and ($6::text is null or not (select ${OTHER_GROUP_QUEUED}))
     order by j.priority desc, j.run_at, j.id
     limit $2::integer
     for update of j skip locked
