@@ -179,16 +179,17 @@ export async function startScenarioStack(options: ScenarioStackOptions): Promise
       lambda
         .send(new InvokeCommand({ FunctionName: fn, InvocationType: type, Payload: JSON.stringify(scheduledEvent(fn, LOCAL_REGION)) }))
         .catch((err) => closed || console.error(`[${options.name}] cron ${fn}: ${String(err)}`));
-    const fire = (fn: string) => void (fn === "scheduler" && paused() ? undefined : tick(fn, "Event"));
+    const fire = (fn: string) => {
+      if (fn === "scheduler" && paused()) return;
+      void tick(fn, "Event");
+    };
     if (options.cron) {
+      const periods = { scheduler: options.cron.schedulerMs, rescuer: options.cron.rescuerMs };
       // In production the cron has been ticking all along: its functions are warm when a scenario begins. The first
       // tick runs to its end before the stack is handed over, so their cold starts (a few hundred ms of CPU each) do
       // not run beside the scenario's first jobs, and a wake-up finds the scheduler's environment warm. Then every period.
-      await Promise.all(["scheduler", "rescuer"].map((fn) => tick(fn, "RequestResponse")));
-      const timers = [
-        ["scheduler", options.cron.schedulerMs],
-        ["rescuer", options.cron.rescuerMs],
-      ].map(([fn, ms]) => setInterval(() => fire(fn as string), ms as number));
+      await Promise.all(Object.keys(periods).map((fn) => tick(fn, "RequestResponse")));
+      const timers = Object.entries(periods).map(([fn, ms]) => setInterval(() => fire(fn), ms));
       closers.push(async () => timers.forEach((t) => clearInterval(t)));
     }
 
