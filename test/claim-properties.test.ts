@@ -48,6 +48,24 @@ describe("the claim, with generated workloads (pg driver)", () => {
     );
   });
 
+  it("takes the due jobs first by priority, then in enqueue order, and never a delayed one, whatever the priorities", async () => {
+    // Seven priorities: the claim reads four one at a time, the rest in one scan (migration 0018).
+    const jobs = fc.array(fc.record({ priority: fc.integer({ min: -3, max: 3 }), later: fc.boolean() }), { minLength: 1, maxLength: 30 });
+    await fc.assert(
+      fc.asyncProperty(jobs, fc.integer({ min: 1, max: 35 }), fc.boolean(), async (list, limit, fair) => {
+        const queue = `d${queueNo++}`;
+        const runAt = new Date(Date.now() + 3_600_000);
+        const specs = list.map(({ priority, later }, n) => job(grouped, { n }, { queue, priority, ...(later ? { runAt } : {}) }));
+        const ids = await enqueueJobs(t, specs);
+        const due = ids.map((r, i) => ({ id: BigInt(r.id), ...list[i]! })).filter((j) => !j.later)
+          .sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : 1));
+        const claimed = await claimJobs(t, { queue, runnerId: "r", limit, maxLeaseMs: 60_000, fair });
+        expect(claimed.map((j) => BigInt(j.id))).toEqual(due.slice(0, limit).map((j) => j.id));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   it("never holds more running jobs of a key than its limit, through any mix of claims, settles and rescues", async () => {
     const step = fc.oneof(
       fc.record({ op: fc.constant("claim" as const), limit: fc.integer({ min: 1, max: 8 }), fair: fc.boolean() }),

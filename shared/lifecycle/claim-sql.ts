@@ -11,13 +11,16 @@
  * limits and claims. See docs/internals.md, "Fairness and limits".
  */
 import { startsFirstSql } from "./attempt-rules.ts";
-import { RATE_ADMIT, RATE_CLAIMED, RATE_FULL, RATE_WRITES } from "./rate-limit-sql.ts";
+import { RATE_ADMIT, RATE_CLAIMED, RATE_WRITES } from "./rate-limit-sql.ts";
 
-/** What every candidate must satisfy beside its queue (and group); a rate-limited claim skips jobs of full keys. */
-const READY = (suspect: boolean, rated: boolean) => `j.status = 'queued' and j.queue = $1::text and j.run_at <= now()
-      and j.lease_ms <= $3::integer and ${suspect ? "" : "not "}j.suspect
-      and ($5::text[] is null or j.name = any($5::text[]))${rated ? `
-      and (j.rate_key is null or not ${RATE_FULL("j")})` : ""}`;
+/**
+ * The due jobs a claim may take, in the claim's order, locked, skipping those
+ * another claim holds; of `group` (null: any), at most `limit`, none of
+ * `skip`: one priority at a time, never reading jobs waiting for later
+ * (migration 0018). $3 the longest lease, $5 the job types (null: any).
+ */
+const DUE_JOBS = (group: string, limit: string, suspect: boolean, rated: boolean, skip: string) =>
+  `leasehold.due_jobs($1::text, ${group}, ${limit}, $3::integer, $5::text[], ${suspect}, ${rated}, ${skip})`;
 
 const CANDIDATE_COLUMNS = (rated: boolean) =>
   `j.id, j.fair_group, j.runs, j.concurrency_key, j.concurrency_limit${rated ? ", j.rate_key, j.rate_limit, j.rate_period_ms" : ""}`;
@@ -58,24 +61,14 @@ with recursive after_start(g) as (
   )) with ordinality as listed(g, turn)
 ), first_pass as (
   select c.*, gr.turn from groups gr cross join lateral (
-    select ${CANDIDATE_COLUMNS(rated)}, row_number() over () as nth from (
-      select ${CANDIDATE_COLUMNS(rated)} from leasehold.jobs j
-      where j.fair_group = gr.g and ${READY(false, rated)}
-      order by j.priority desc, j.run_at, j.id
-      limit $7::integer
-      for update of j skip locked
-    ) j
+    select ${CANDIDATE_COLUMNS(rated)}, row_number() over () as nth
+    from ${DUE_JOBS("gr.g", "$7::integer", false, rated, "null")} j
   ) c
   where gr.turn <= $2::integer
 ), second_pass as (
   select p.*, $7::integer + row_number() over () as nth, 0::bigint as turn from (
-    select ${CANDIDATE_COLUMNS(rated)} from leasehold.jobs j
-    where ${READY(false, rated)}
-      and $2::integer > (select count(*) from first_pass)
-      and j.id <> all (array(select f.id from first_pass f))
-    order by j.priority desc, j.run_at, j.id
-    limit $2::integer
-    for update of j skip locked
+    select ${CANDIDATE_COLUMNS(rated)}
+    from ${DUE_JOBS("null", "$2::integer - (select count(*)::integer from first_pass)", false, rated, "array(select f.id from first_pass f)")} j
   ) p
 ), picked as (
   select ${PICKED_COLUMNS(rated)},
@@ -108,14 +101,8 @@ const OTHER_GROUP_QUEUED = `(leasehold.fair_group_before($1::text, $6::text) is 
  */
 const PLAIN_PICK = (suspect: boolean, rated: boolean) => `
 with picked as (
-  select ${PICKED_COLUMNS(rated)}, row_number() over () as ord from (
-    select ${CANDIDATE_COLUMNS(rated)} from leasehold.jobs j
-    where ${READY(suspect, rated)}
-      and ($6::text is null or not (select ${OTHER_GROUP_QUEUED}))
-    order by j.priority desc, j.run_at, j.id
-    limit $2::integer
-    for update of j skip locked
-  ) p
+  select ${PICKED_COLUMNS(rated)}, row_number() over () as ord
+  from ${DUE_JOBS("null", `case when $6::text is null or not (select ${OTHER_GROUP_QUEUED}) then $2::integer else 0 end`, suspect, rated, "null")} p
 ), groups as (select null::text as g, 0::bigint as turn where $7::integer is null)`;
 
 /**
