@@ -1,7 +1,7 @@
 -- A claim reads the due jobs of its queue, not those waiting for later
 -- (docs/internals.md, "Delayed jobs cost a claim nothing"): one priority at
--- a time, a probe for the next priority with queued jobs, then that
--- priority's due jobs, a range of jobs_ready_idx (jobs_fair_ready_idx for a
+-- a time (0, the default, unprobed), a probe for the next priority with
+-- queued jobs, then that priority's due jobs, a range of jobs_ready_idx (jobs_fair_ready_idx for a
 -- group, jobs_suspect_idx for suspects) that ends at its first job not due;
 -- after four priorities the rest in one ordered scan. Planned with sorting
 -- off, as the group probes of 0015, so its plans are those ordered scans.
@@ -16,16 +16,23 @@ language plpgsql volatile rows 100 set enable_sort = off set enable_incremental_
 #variable_conflict use_column
 declare
   p integer := 32768;
+  lo integer;
   n integer;
   turns integer := 0;
 begin
   while lim > 0 and turns < 4 loop
+    -- Priority 0, the default, is read without a probe: a probe would read
+    -- again the entries of the jobs just claimed, as its scan does.
+    lo := case when p > 0 then 0 else -32769 end;
     if g is null then
-      p := (select j.priority from leasehold.jobs j
-            where j.status = 'queued' and j.queue = q and j.priority < p order by j.priority desc limit 1);
+      p := coalesce((select j.priority from leasehold.jobs j
+            where j.status = 'queued' and j.queue = q and j.priority < p and j.priority > lo order by j.priority desc limit 1),
+            case when lo = 0 then 0 end);
     else
-      p := (select j.priority from leasehold.jobs j
-            where j.status = 'queued' and j.queue = q and j.fair_group = g and j.priority < p order by j.priority desc limit 1);
+      p := coalesce((select j.priority from leasehold.jobs j
+            where j.status = 'queued' and j.queue = q and j.fair_group = g and j.priority < p and j.priority > lo
+            order by j.priority desc limit 1),
+            case when lo = 0 then 0 end);
     end if;
     if p is null then
       return;

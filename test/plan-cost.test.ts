@@ -247,9 +247,10 @@ describe("a claim under statistics that do not know the queue", () => {
       }
     }
     expect(Object.keys(pages)).toHaveLength(6);
-    // A claim of 10 reads 110-180 pages (its updates, the indexes, the catalogs); a probe that scans the queue's 40,000
-    // jobs reads about 900 more (1,900-2,800 a claim when the probes were planned inline from these statistics).
-    expect(Object.entries(pages).filter(([, n]) => n > 400)).toEqual([]);
+    // A claim of 10 reads 110-180 pages (its updates, the indexes, the catalogs; on a connection's first claim also
+    // those due_jobs plans its statements from, up to about 410); a probe that scans the queue's 40,000 jobs reads
+    // about 900 more (1,900-2,800 a claim when the probes were planned inline from these statistics).
+    expect(Object.entries(pages).filter(([, n]) => n > 500)).toEqual([]);
   });
 });
 
