@@ -21,8 +21,7 @@ declare
   turns integer := 0;
 begin
   while lim > 0 and turns < 4 loop
-    -- Priority 0, the default, is read without a probe: a probe would read
-    -- again the entries of the jobs just claimed, as its scan does.
+    -- 0 unprobed: its probe would read the just-claimed entries again.
     lo := case when p > 0 then 0 else -32769 end;
     if g is null then
       p := coalesce((select j.priority from leasehold.jobs j
