@@ -3,6 +3,7 @@ import * as z from "zod";
 import { enqueue } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob } from "../shared/jobs/job.ts";
 import { Linger } from "../shared/runner/linger.ts";
+import { STREAM_POLLS } from "../shared/runner/loop.ts";
 import { runWorker } from "../shared/runner/worker.ts";
 import { ManualClock } from "./support/clock.ts";
 import { createTestDb, driveOnClock, watchedStore, type TestDb } from "./support/db.ts";
@@ -101,6 +102,36 @@ describe("a runner's linger and what it leaves behind (pg)", () => {
       linger: "fixed", store, clock, registry: createRegistry([quick]), queues: ["linger"], runnerId: "fixed", slots: 4, idleMs: 2_000, pollMs: 50,
     }));
     expect(clock.now() - fixedStart).toBeGreaterThanOrEqual(2_000);
+  });
+
+  it("while a stream arrives, the next job is claimed a fifth of a poll later, not a whole poll, and not at once", async () => {
+    const clock = new ManualClock();
+    const { store, atRest } = watchedStore(t);
+    let claims = 0;
+    const counted = { ...store, db: { ...store.db, query: ((text: string, values?: unknown[]) => {
+      if (/set status = 'running'/.test(text)) claims++;
+      return store.db.query(text, values);
+    }) as typeof store.db.query } };
+    let started = 0;
+    const streamed = defineJob({ name: "linger.stream", schema: z.object({}), queue: "stream", leaseMs: 5_000, handler: () => void started++ });
+    await enqueue(t, streamed, {});
+    const running = runWorker({
+      store: counted, clock, registry: createRegistry([streamed]), queues: ["stream"], runnerId: "stream", slots: 4, prefetch: 0,
+      linger: "fixed", idleMs: 1_000, pollMs: 50,
+    });
+    for (let n = 1; n <= 3; n++) {
+      await atRest();
+      expect(started).toBe(n);
+      // The claim that found job n came up short (1 of 4): the next comes a fifth of a poll
+      // later (its earliest timer), and none went out meanwhile.
+      expect(claims).toBe(n);
+      expect(clock.dueIn()).toBe(50 / STREAM_POLLS);
+      await enqueue(t, streamed, {});
+      await clock.advance(50 / STREAM_POLLS);
+    }
+    await atRest();
+    expect(started).toBe(4);
+    expect((await driveOnClock(clock, atRest, running)).succeeded).toBe(4);
   });
 
   it("a steady stream keeps a runner whose environment has seen it, which leaves soon after the stream stops", async () => {

@@ -13,16 +13,24 @@ const RATE_RECHECK_MIN_MS = 5;
 export const RATE_STAY_MS = 10_000;
 
 /**
+ * A runner whose claim found work within the last poll claims again this
+ * many times a poll: its queue runs dry between a stream's arrivals, and a
+ * whole poll's wait would keep each arriving job half a poll on average.
+ */
+export const STREAM_POLLS = 5;
+
+/**
  * The loop: starts buffered jobs, runs suspects alone when isolation says so,
- * claims when the buffer runs low, and otherwise waits a poll (less when idle
- * and about to leave, until a rate limit window opens, or until a slot frees
- * when it has all it can hold). It ends when the queue has been empty for the
+ * claims when the buffer runs low, and otherwise waits a poll (a fifth of one
+ * while a stream arrives, less when idle and about to leave, until a rate
+ * limit window opens, or until a slot frees when it has all it can hold). It ends when the queue has been empty for the
  * linger (`idle`), or time is up (`time`); it throws if the database is gone
  * longer than the producer retries.
  */
 export async function claimLoop(r: RunnerParts): Promise<WorkerSummary["exit"]> {
   const { clock, producer, slots, isolation, linger } = r;
   let lastWorkAt = Math.max(clock.now(), r.options.waitUntil ?? 0);
+  let foundAt = Number.NEGATIVE_INFINITY;
   for (;;) {
     slots.pump();
     if (r.maxLeaseMs() <= 0) return "time";
@@ -32,13 +40,20 @@ export async function claimLoop(r: RunnerParts): Promise<WorkerSummary["exit"]> 
     }
     const want = wanted(r);
     const claimed = want > 0 ? await claimMore(r, want) : 0;
-    if (claimed > 0) lastWorkAt = clock.now();
+    if (claimed > 0) lastWorkAt = foundAt = clock.now();
     // Suspects waiting? After the claim, which says so itself when it brings
     // jobs: no round trip of its own while a runner is busy.
     if (await isolation.begins()) continue;
     // A follow-up job asks for a claim at once, but only with room to claim
     // into; with every slot and the buffer full, wait for a slot.
-    if (claimed > 0 || (r.waiter.requested && want > 0)) continue;
+    if (r.waiter.requested && want > 0) continue;
+    // A claim that came up short emptied the runner's one queue: what comes
+    // next is enqueued meanwhile, so it claims again at the stream's pace
+    // (below), not at once. A full claim, or a runner of several queues
+    // (the next claim takes the next queue), claims again at once.
+    if (claimed > 0 && (claimed === want || r.options.queues.length > 1)) continue;
+    if (claimed > 0) slots.pump();
+    const streaming = clock.now() - foundAt < r.pollMs;
     // Jobs held back by a rate limit: claimed again as their window opens,
     // and worth staying for when it opens within the linger.
     const opensInMs = want > 0 && slots.busy < slots.size ? await producer.rateOpensInMs(r.maxLeaseMs()) : null;
@@ -52,7 +67,7 @@ export async function claimLoop(r: RunnerParts): Promise<WorkerSummary["exit"]> 
     // (runner/bell.ts), then claim once more for one enqueued before the
     // bell listened.
     if (want > 0 && r.bell && (!idle || untilIdleMs >= r.pollMs) && (await r.bell.listen())) continue;
-    await r.waiter.pause(clock, waitMs({ want, idle, untilIdleMs, pollMs: r.pollMs, opensInMs }), want <= 0);
+    await r.waiter.pause(clock, waitMs({ want, idle, untilIdleMs, pollMs: r.pollMs, opensInMs, streaming }), want <= 0);
   }
 }
 
@@ -89,13 +104,15 @@ async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLea
 
 /**
  * The wait before the next claim: with nothing to claim into (slots and
- * buffer full), until a slot frees, at least a second; idle, a poll or what
- * is left of the linger, whichever is shorter (then it leaves); held only by
- * a rate limit window, until it opens.
+ * buffer full), until a slot frees, at least a second; a poll, or a fifth
+ * of one while a stream arrives (a claim found work within the last poll);
+ * idle, no longer than what is left of the linger (then it leaves); held
+ * only by a rate limit window, until it opens.
  */
-export function waitMs(a: { want: number; idle: boolean; untilIdleMs: number; pollMs: number; opensInMs: number | null }): number {
-  const { want, idle, untilIdleMs, pollMs, opensInMs } = a;
-  const baseWaitMs = want <= 0 && !idle ? Math.max(pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdleMs, 0) + 1) : pollMs;
+export function waitMs(a: { want: number; idle: boolean; untilIdleMs: number; pollMs: number; opensInMs: number | null; streaming?: boolean }): number {
+  const { want, idle, untilIdleMs, opensInMs } = a;
+  const pollMs = a.streaming ? a.pollMs / STREAM_POLLS : a.pollMs;
+  const baseWaitMs = want <= 0 && !idle ? Math.max(a.pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdleMs, 0) + 1) : pollMs;
   if (opensInMs === null) return baseWaitMs;
   return Math.max(RATE_RECHECK_MIN_MS, idle ? opensInMs : Math.min(baseWaitMs, opensInMs));
 }
