@@ -94,7 +94,9 @@ describe.each(drivers)("the bell (%s driver)", (driver) => {
     const log = logged();
     const { clock, atRest, finish } = await waitingRunner(`cut-${driver}`, log);
     const killed = await t.admin.query(
-      `select pg_terminate_backend(pid) from pg_stat_activity where query like '%listeners%' and query not like '%pg_stat_activity%' and pid <> pg_backend_pid()`,
+      // The bell's connection: its last statement wrote the listener row (an enqueue's also names the table).
+      `select pg_terminate_backend(pid) from pg_stat_activity
+       where query like '%listeners (runner_id, queues, expires_at)%' and query not like '%pg_stat_activity%' and pid <> pg_backend_pid()`,
     );
     expect(killed.rowCount).toBe(1);
     await until(() => log.warnings.includes("not listening for new jobs; polling"));
