@@ -1,10 +1,10 @@
 -- A claim reads the due jobs of its queue, not those waiting for later
 -- (docs/internals.md, "Delayed jobs cost a claim nothing"): one priority at
--- a time (0, the default, unprobed), a probe for the next priority with
--- queued jobs, then that priority's due jobs, a range of jobs_ready_idx (jobs_fair_ready_idx for a
--- group, jobs_suspect_idx for suspects) that ends at its first job not due;
--- after four priorities the rest in one ordered scan. Planned with sorting
--- off, as the group probes of 0015, so its plans are those ordered scans.
+-- a time, a probe for the next priority with queued jobs (0, the default,
+-- unprobed), then that priority's due jobs, a range of jobs_ready_idx
+-- (jobs_fair_ready_idx for a group, jobs_suspect_idx for suspects) that ends
+-- at its first job not due; after four priorities the rest in one ordered
+-- scan. Planned with sorting off, as the group probes of 0015.
 -- `g` a group (null: any), `names` null: any type, `rated` skips jobs whose
 -- rate limit window is full (RATE_FULL, shared/lifecycle/rate-limit-sql.ts),
 -- `skip` ids not to take.

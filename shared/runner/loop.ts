@@ -23,9 +23,10 @@ export const STREAM_POLLS = 5;
  * The loop: starts buffered jobs, runs suspects alone when isolation says so,
  * claims when the buffer runs low, and otherwise waits a poll (a fifth of one
  * while a stream arrives, less when idle and about to leave, until a rate
- * limit window opens, or until a slot frees when it has all it can hold). It ends when the queue has been empty for the
- * linger (`idle`), or time is up (`time`); it throws if the database is gone
- * longer than the producer retries.
+ * limit window opens, or until a slot frees when it has all it can hold). It
+ * ends when the queue has been empty for the linger (`idle`), or time is up
+ * (`time`); it throws if the database is gone longer than the producer
+ * retries.
  */
 export async function claimLoop(r: RunnerParts): Promise<WorkerSummary["exit"]> {
   const { clock, producer, slots, isolation, linger } = r;
