@@ -5,9 +5,7 @@
 -- (jobs_fair_ready_idx for a group, jobs_suspect_idx for suspects) that ends
 -- at its first job not due; after four priorities the rest in one ordered
 -- scan. Planned with sorting off, as the group probes of 0015.
--- `g` a group (null: any), `names` null: any type, `rated` skips jobs whose
--- rate limit window is full (RATE_FULL, shared/lifecycle/rate-limit-sql.ts),
--- `skip` ids not to take.
+-- `g`, `names`: null for any; `rated`: skip full rate keys (RATE_FULL).
 create function leasehold.due_jobs(q text, g text, lim integer, max_lease integer, names text[],
                                    suspects boolean, rated boolean, skip bigint[])
 returns table (id bigint, fair_group text, runs integer, concurrency_key text, concurrency_limit integer,

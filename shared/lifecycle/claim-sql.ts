@@ -42,7 +42,7 @@ const PICKED_COLUMNS = (rated: boolean) =>
  * the claim takes places in turn across groups, then the second pass.
  * Every LIMIT is a parameter, so the planner's estimates stay small.
  */
-const FAIR_PICK = (rated: boolean) => `
+const FAIR_PICK = (rated: boolean, name = "picked") => `
 with recursive after_start(g) as (
   select leasehold.fair_group_after($1::text, $6::text)
   union all
@@ -70,7 +70,7 @@ with recursive after_start(g) as (
     select ${CANDIDATE_COLUMNS(rated)}
     from ${DUE_JOBS("null", "$2::integer - (select count(*)::integer from first_pass)", false, rated, "array(select f.id from first_pass f)")} j
   ) p
-), picked as (
+), ${name} as (
   select ${PICKED_COLUMNS(rated)},
          row_number() over (order by p.nth, p.turn) as ord
   from (select * from first_pass union all select * from second_pass) p
@@ -99,8 +99,8 @@ const OTHER_GROUP_QUEUED = `(leasehold.fair_group_before($1::text, $6::text) is 
  * then claims fairly at once, so a group that arrives waits no longer than
  * one claim's round trip for its share.
  */
-const PLAIN_PICK = (suspect: boolean, rated: boolean) => `
-with picked as (
+const PLAIN_PICK = (suspect: boolean, rated: boolean, name = "picked") => `
+with ${name} as (
   select ${PICKED_COLUMNS(rated)}, row_number() over () as ord
   from ${DUE_JOBS("null", `case when $6::text is null or not (select ${OTHER_GROUP_QUEUED}) then $2::integer else 0 end`, suspect, rated, "null")} p
 ), groups as (select null::text as g, 0::bigint as turn where $7::integer is null)`;
@@ -235,11 +235,23 @@ ${claimUpdate("picked", "")}`;
 const tail = (limited: boolean, rated: boolean) =>
   !limited ? UNLIMITED_TAIL : rated ? RATE_ADMIT + CONCURRENCY_TAIL("rate_admitted", true) : CONCURRENCY_TAIL("picked", false);
 
-const variants = (pick: (rated: boolean) => string) => ({
-  limited: pick(false) + tail(true, false),
+/**
+ * The jobs of `due` this statement's snapshot sees: `due_jobs` locks under a
+ * later snapshot of its own, and a job inserted between is not claimed (the
+ * update cannot see it), so the limits must not count it: its key would hold
+ * a slot for a run that never began, keeping out the job itself.
+ */
+const SEEN = `, unseen as (
+  select array(select d.id from due d
+               except all
+               select v.id from leasehold.jobs v where v.id = any(array(select d.id from due d))) as ids
+), picked as (select d.* from due d where d.id <> all ((select ids from unseen)::bigint[]))`;
+
+const variants = (pick: (rated: boolean, name?: string) => string) => ({
+  limited: pick(false, "due") + SEEN + tail(true, false),
   unlimited: pick(false) + tail(false, false),
   /** With rate limits (and the concurrency limits): takes $8, the rate-limited jobs it may start now. */
-  rated: pick(true) + tail(true, true),
+  rated: pick(true, "due") + SEEN + tail(true, true),
 });
 
 /**
@@ -249,6 +261,6 @@ const variants = (pick: (rated: boolean) => string) => ({
  */
 export const CLAIMS = {
   fair: variants(FAIR_PICK),
-  plain: variants((rated) => PLAIN_PICK(false, rated)),
-  suspects: variants((rated) => PLAIN_PICK(true, rated)),
+  plain: variants((rated, name) => PLAIN_PICK(false, rated, name)),
+  suspects: variants((rated, name) => PLAIN_PICK(true, rated, name)),
 } as const;
