@@ -104,14 +104,25 @@ describe(`statements planned behind ${BACKLOG.toLocaleString("en-US")} later job
     // are due walked every delayed entry of its queue: 200,000 here, about
     // 1,000 leaf pages; 100-200 ms a claim behind 1,000,000.
     const client = await t.admin.connect();
-    /** Each claim statement's jobs claimed and pages read, run and rolled back. */
-    const claimAll = async (limit: number) => {
+    try {
+      await client.query("begin");
+      // Planned as the ordered scan of jobs_ready_idx, as the claim is when
+      // the statistics saw many jobs due (the bench's backlog phases); due
+      // here: 5 at priority 0, 5 at -1, one suspect, and the claim asks for
+      // MAX_PREFETCH.
+      await client.query("set local enable_sort = off");
+      // Sorting off costs every plan over the JIT threshold: compiling would only take time.
+      await client.query("set local jit = off");
+      await client.query(
+        `insert into "${t.schema}".jobs (queue, name, payload, priority, suspect, max_attempts, lease_ms, backoff_ms)
+         select $1::text, 'plain', jsonb_build_object('i', g), case when g <= 5 then 0 else -1 end, g = 11, 3, 30000, 1000
+         from generate_series(1, 11) g`, [queue]);
       const read: Record<string, [claimed: number, pages: number]> = {};
       for (const [pick, variants] of Object.entries(CLAIMS)) {
         for (const [limits, text] of Object.entries(variants)) {
-          const values = [queue, limit, 60_000, "r", null, pick === "plain" ? null : "", pick === "fair" ? limit : null, ...(limits === "rated" ? [limit] : [])];
+          const values = [queue, MAX_PREFETCH, 60_000, "r", null, pick === "plain" ? null : "", pick === "fair" ? MAX_PREFETCH : null, ...(limits === "rated" ? [MAX_PREFETCH] : [])];
           await client.query("savepoint claim");
-          // Twice: the first use of a function in a session plans its statements (catalog pages).
+          // Twice, each rolled back: the first use of a function in a session plans its statements (catalog pages).
           for (const pass of [1, 2]) {
             const { rows } = await client.query<{ "QUERY PLAN": { Plan: { "Actual Rows": number; "Shared Hit Blocks": number; "Shared Read Blocks": number } }[] }>(
               `explain (analyze, buffers, format json) ${sql(t.schema, text)}`, values);
@@ -122,22 +133,6 @@ describe(`statements planned behind ${BACKLOG.toLocaleString("en-US")} later job
         }
       }
       expect(Object.keys(read)).toHaveLength(9);
-      return read;
-    };
-    const due = (q: string, n: number, priority: string, suspect: string) => client.query(
-      `insert into "${t.schema}".jobs (queue, name, payload, priority, suspect, max_attempts, lease_ms, backoff_ms)
-       select $1::text, 'plain', jsonb_build_object('i', g), ${priority}, ${suspect}, 3, 30000, 1000 from generate_series(1, $2::int) g`, [q, n]);
-    try {
-      await client.query("begin");
-      // Planned as the ordered scan of jobs_ready_idx, as the claim is when
-      // the statistics saw many jobs due (the bench's backlog phases); due
-      // here: 5 at priority 0, 5 at -1, one suspect, and the claim asks for
-      // MAX_PREFETCH.
-      await client.query("set local enable_sort = off");
-      // Sorting off costs every plan over the JIT threshold: compiling would only take time.
-      await client.query("set local jit = off");
-      await due(queue, 11, "case when g <= 5 then 0 else -1 end", "g = 11");
-      const read = await claimAll(MAX_PREFETCH);
       for (const [variant, [claimed, pages]] of Object.entries(read)) {
         expect(claimed, variant).toBe(variant.startsWith("suspects") ? 1 : 10);
         // Before due_jobs (migration 0018), on PostgreSQL 15 (CI runs this file on the machine's own too):

@@ -111,9 +111,9 @@ async function claimMore({ producer, slots, tally, gauge, linger, waiter, maxLea
  * only by a rate limit window, until it opens.
  */
 export function waitMs(a: { want: number; idle: boolean; untilIdleMs: number; pollMs: number; opensInMs: number | null; streaming?: boolean }): number {
-  const { want, idle, untilIdleMs, opensInMs } = a;
-  const pollMs = a.streaming ? a.pollMs / STREAM_POLLS : a.pollMs;
-  const baseWaitMs = want <= 0 && !idle ? Math.max(a.pollMs, 1_000) : idle ? Math.min(pollMs, Math.max(untilIdleMs, 0) + 1) : pollMs;
+  const { want, idle, untilIdleMs, pollMs, opensInMs } = a;
+  const nextPollMs = a.streaming ? pollMs / STREAM_POLLS : pollMs;
+  const baseWaitMs = want <= 0 && !idle ? Math.max(pollMs, 1_000) : idle ? Math.min(nextPollMs, Math.max(untilIdleMs, 0) + 1) : nextPollMs;
   if (opensInMs === null) return baseWaitMs;
   return Math.max(RATE_RECHECK_MIN_MS, idle ? opensInMs : Math.min(baseWaitMs, opensInMs));
 }
