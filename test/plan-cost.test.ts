@@ -133,6 +133,11 @@ describe(`statements planned behind ${BACKLOG.toLocaleString("en-US")} later job
         }
       }
       expect(Object.keys(read)).toHaveLength(9);
+      // Those pages are read by due_jobs' generic plans, its one plan per statement (migration
+      // 0019): left to choose, Postgres planned them anew on every call, most of a small claim's cost.
+      const { rows: [fn] } = await client.query<{ proconfig: string[] }>(
+        `select proconfig from pg_proc where oid = '"${t.schema}".due_jobs'::regproc`);
+      expect(fn!.proconfig).toContain("plan_cache_mode=force_generic_plan");
       for (const [variant, [claimed, pages]] of Object.entries(read)) {
         expect(claimed, variant).toBe(variant.startsWith("suspects") ? 1 : 10);
         // Before due_jobs (migration 0018), on PostgreSQL 15 (CI runs this file on the machine's own too):
