@@ -133,8 +133,8 @@ describe(`statements planned behind ${BACKLOG.toLocaleString("en-US")} later job
         }
       }
       expect(Object.keys(read)).toHaveLength(9);
-      // Those pages are read by due_jobs' generic plans, its one plan per statement (migration
-      // 0019): left to choose, Postgres planned them anew on every call, most of a small claim's cost.
+      // Those pages are read by due_jobs' generic plans, its one plan per statement (migration 0019):
+      // left to choose, Postgres planned them anew on every call, three quarters of the function's cost.
       const { rows: [fn] } = await client.query<{ proconfig: string[] }>(
         `select proconfig from pg_proc where oid = '"${t.schema}".due_jobs'::regproc`);
       expect(fn!.proconfig).toContain("plan_cache_mode=force_generic_plan");
