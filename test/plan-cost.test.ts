@@ -271,8 +271,7 @@ describe("a claim under statistics that do not know the queue", () => {
       };
       await claim();
       await t.admin.query(`analyze "${t.schema}".jobs`);
-      await claim();
-      // 60-200 pages; read through jobs_ready_idx, about 1,000.
+      // 191-221 pages; through jobs_ready_idx, as without the analyze, 1,033 on PostgreSQL 15 and 1,017 on 18.
       expect(await claim()).toBeLessThan(500);
     } finally {
       client.release();
