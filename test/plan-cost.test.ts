@@ -124,10 +124,8 @@ describe(`statements planned behind ${BACKLOG.toLocaleString("en-US")} later job
           await client.query("savepoint claim");
           // Twice, each rolled back: the first use of a function in a session plans its statements (catalog pages).
           for (const pass of [1, 2]) {
-            const { rows } = await client.query<{ "QUERY PLAN": { Plan: { "Actual Rows": number; "Shared Hit Blocks": number; "Shared Read Blocks": number } }[] }>(
-              `explain (analyze, buffers, format json) ${sql(t.schema, text)}`, values);
-            const plan = rows[0]!["QUERY PLAN"][0]!.Plan;
-            if (pass === 2) read[`${pick}/${limits}`] = [plan["Actual Rows"], plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]];
+            const plan = await explainIn(client, sql(t.schema, text), values, "custom");
+            if (pass === 2) read[`${pick}/${limits}`] = [plan["Actual Rows"]!, plan["Shared Hit Blocks"]! + plan["Shared Read Blocks"]!];
             await client.query("rollback to savepoint claim");
           }
         }
@@ -262,10 +260,8 @@ describe("a claim under statistics that do not know the queue", () => {
     try {
       const claim = async () => {
         await client.query("begin");
-        const { rows } = await client.query<{ "QUERY PLAN": { Plan: Node }[] }>(
-          `explain (analyze, buffers, format json) ${sql(t.schema, CLAIMS.fair.unlimited)}`, [queue, 10, 60_000, "r", null, "", 5]);
+        const plan = await explainIn(client, sql(t.schema, CLAIMS.fair.unlimited), [queue, 10, 60_000, "r", null, "", 5], "custom");
         await client.query("rollback");
-        const plan = rows[0]!["QUERY PLAN"][0]!.Plan;
         expect(plan["Actual Rows"]).toBe(10);
         return plan["Shared Hit Blocks"]! + plan["Shared Read Blocks"]!;
       };
