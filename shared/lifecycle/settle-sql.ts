@@ -19,6 +19,13 @@ const notifyEnd = (alias: string, when = "true", join = "left") =>
   `${join} join lateral (select pg_notify('${JOB_ENDED_CHANNEL}', 'leasehold.' || ${alias}.id::text) where ${alias}.awaited and ${when}) n on true`;
 
 /**
+ * A bound array, read through a subquery: a custom plan then guesses its
+ * length as the generic plan does, so a settle of one job, too, keeps the
+ * generic plan from its sixth run (bare, each was planned again).
+ */
+const bound = (param: string, type: string) => `(select ${param}::${type}[])`;
+
+/**
  * A write lands only under the lease it names: the token, and an expiry not
  * yet past. Written so that no statistics can mislead its plan (migration
  * 0017, `test/plan-cost.test.ts`):
@@ -28,7 +35,8 @@ const notifyEnd = (alias: string, when = "true", join = "left") =>
  *   `jobs_lease_idx` (partial on it), every claim's entry since the last
  *   vacuum, for a batch of a few jobs.
  * - The ids (`= any`, as well as joined) reach the batch's rows by primary
- *   key.
+ *   key. (`any` takes them cast again: bare, `any ((select …))` would read
+ *   the subquery's rows, not the array.)
  * - The expiry is compared inside `coalesce`, which the planner does not
  *   estimate from the column: statistics taken while no job ran (a queue
  *   of later jobs) call `lease_expires_at > now()` one row, and the planner
@@ -36,7 +44,7 @@ const notifyEnd = (alias: string, when = "true", join = "left") =>
  *   250,000 comparisons, 80 ms).
  */
 const fenced = (ids: string) =>
-  `j.id = any(${ids}::bigint[]) and j.lease_token = s.token and coalesce(j.lease_expires_at > now(), false)`;
+  `j.id = any(${bound(ids, "bigint")}::bigint[]) and j.lease_token = s.token and coalesce(j.lease_expires_at > now(), false)`;
 
 /** The retry-or-dead rule (shared/lifecycle/attempt-rules.ts) for a failure, permanent or not. */
 const FAILURE_ENDS_DEAD = endsDeadSql("j", "s.permanent");
@@ -65,7 +73,7 @@ export interface Part<L> {
 
 /** Rows for the ids of `ids` that the part's CTE `cte` did not change: the writes of `kind` its fence refused. */
 const refusedOf = (ids: string, cte: string, kind: Kind) =>
-  `select s.id::text, 'refused'::text as kind, '${kind}'::text as status from unnest(${ids}::bigint[]) as s(id)
+  `select s.id::text, 'refused'::text as kind, '${kind}'::text as status from unnest(${bound(ids, "bigint")}) as s(id)
   where not exists (select 1 from ${cte} c where c.id = s.id)`;
 
 export const leaseValues = (list: readonly Lease[]) => [ids(list), tokens(list)];
@@ -75,7 +83,7 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
     values: leaseValues,
     cte: (p) => `marked as (
   update leasehold.jobs j set handler_started = true
-  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
+  from unnest(${bound(p[0]!, "bigint")}, ${bound(p[1]!, "uuid")}) as s(id, token)
   where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.generation, j.runs
 )`,
@@ -87,7 +95,7 @@ export const PARTS: { started: Part<Lease>; succeeded: Part<Success>; failed: Pa
   update leasehold.jobs j
   set status = 'succeeded', finished_at = now(), lease_expires_at = null, last_error = null,
       suspect = false, owes_attempt = false, start_first = false, result = s.result::jsonb
-  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[]) as s(id, token, result, steps)
+  from unnest(${bound(p[0]!, "bigint")}, ${bound(p[1]!, "uuid")}, ${bound(p[2]!, "text")}, ${bound(p[3]!, "text")}) as s(id, token, result, steps)
   where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.awaited, s.steps
 )`,
@@ -112,7 +120,7 @@ union all select d.id::text, 'succeeded'::text as kind, null::text as status fro
       run_at = case when ${FAILURE_ENDS_DEAD} then j.run_at else now() + s.delay_ms * interval '1 millisecond' end,
       finished_at = case when ${FAILURE_ENDS_DEAD} then now() end,
       lease_expires_at = null, last_error = s.error, suspect = false, owes_attempt = false
-  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[], ${p[5]}::boolean[], ${p[6]}::text[])
+  from unnest(${bound(p[0]!, "bigint")}, ${bound(p[1]!, "uuid")}, ${bound(p[2]!, "text")}, ${bound(p[3]!, "text")}, ${bound(p[4]!, "float8")}, ${bound(p[5]!, "boolean")}, ${bound(p[6]!, "text")})
     as s(id, token, outcome, error, delay_ms, permanent, steps)
   where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, j.status, j.awaited, s.outcome, s.error, s.steps
@@ -125,7 +133,7 @@ union all select d.id::text, 'succeeded'::text as kind, null::text as status fro
     cte: (p) => `released as (
   update leasehold.jobs j
   set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null
-  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token)
+  from unnest(${bound(p[0]!, "bigint")}, ${bound(p[1]!, "uuid")}) as s(id, token)
   where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at
 )`,
@@ -138,7 +146,7 @@ union all select d.id::text, 'succeeded'::text as kind, null::text as status fro
     cte: (p) => `slept as (
   update leasehold.jobs j
   set status = 'queued', attempts = j.attempts - 1, lease_expires_at = null, run_at = s.run_at
-  from unnest(${p[0]}::bigint[], ${p[1]}::uuid[], ${p[2]}::timestamptz[], ${p[3]}::text[]) as s(id, token, run_at, steps)
+  from unnest(${bound(p[0]!, "bigint")}, ${bound(p[1]!, "uuid")}, ${bound(p[2]!, "timestamptz")}, ${bound(p[3]!, "text")}) as s(id, token, run_at, steps)
   where j.id = s.id and ${fenced(p[0]!)}
   returning j.id, j.runs, j.generation, j.runner_id, j.started_at, s.steps
 )`,
@@ -157,7 +165,7 @@ export const CARRIERS: Partial<Record<Kind, string>> = { started: "marked", succ
 // came first leaves no row to read (fenced).
 const HELD = (p: string[]) => `held as (
   select j.id, j.generation, j.runs from leasehold.jobs j
-  join unnest(${p[0]}::bigint[], ${p[1]}::uuid[]) as s(id, token) on j.id = s.id
+  join unnest(${bound(p[0]!, "bigint")}, ${bound(p[1]!, "uuid")}) as s(id, token) on j.id = s.id
   where ${fenced(p[0]!)}
   for share of j
 )`;
@@ -167,7 +175,7 @@ const HELD = (p: string[]) => `held as (
 const RECORD_STEPS = (p: string[], carriers: string[]) => `stepped as (
   insert into leasehold.job_steps as k (job_id, generation, seq, name, result, attempt, duration_ms)
   select c.id, c.generation, r.seq, r.name, r.result::jsonb, c.runs, r.ms
-  from unnest(${p[0]}::bigint[], ${p[1]}::integer[], ${p[2]}::text[], ${p[3]}::text[], ${p[4]}::float8[]) as r(id, seq, name, result, ms)
+  from unnest(${bound(p[0]!, "bigint")}, ${bound(p[1]!, "integer")}, ${bound(p[2]!, "text")}, ${bound(p[3]!, "text")}, ${bound(p[4]!, "float8")}) as r(id, seq, name, result, ms)
   join (${carriers.map((c) => `select id, generation, runs from ${c}`).join(" union all ")}) c on c.id = r.id
   on conflict (job_id, generation, seq) do update set name = excluded.name
   where k.name = excluded.name and k.attempt = excluded.attempt
