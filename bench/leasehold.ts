@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import * as z from "zod";
-import { namesAs, type Store } from "../shared/db/db.ts";
+import { namesAs, send, type NamedStatement, type Store } from "../shared/db/db.ts";
 import { createPgPool } from "../shared/db/drivers/pg.ts";
 import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
 import { createRegistry, defineJob, type JobType } from "../shared/jobs/job.ts";
@@ -179,10 +179,11 @@ export async function childHop(args: ChildArgs): Promise<HopResult> {
   });
   const pool = createPgPool(args.dsn, args.poolSize ?? DEFAULT_POOL_SIZE);
   const INSERT = /^\s*insert into \S*jobs\b/;
+  // Statements come as text, or by name (`hotQuery`: the claim, the settle, the enqueue's inserts).
   const stamping = namesAs({
-    query: (text: string, values?: unknown[]) => {
-      const reply = pool.query(text, values);
-      return typeof text === "string" && INSERT.test(text) ? reply.then((r) => ((committed[enqueuing] ??= now()), r)) : reply;
+    query: (text: string | NamedStatement, values?: unknown[]) => {
+      const reply = send(pool, text, values);
+      return INSERT.test(typeof text === "string" ? text : text.text) ? reply.then((r) => ((committed[enqueuing] ??= now()), r)) : reply;
     },
   } as Store["db"], pool);
   const store: Store = { db: stamping, schema: SCHEMA };

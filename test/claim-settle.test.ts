@@ -4,7 +4,8 @@ import { CLAIMS } from "../shared/lifecycle/claim-sql.ts";
 import { PARTS, settleStatement } from "../shared/lifecycle/settle-sql.ts";
 import { runWorker } from "../shared/runner/worker.ts";
 import { sql, statementName } from "../shared/db/db.ts";
-import { enqueue, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { enqueue, enqueueFollowUp, enqueueJobs, job } from "../shared/jobs/enqueue.ts";
+import { INSERT_FOLLOW_UP, INSERT_JOBS, INSERT_ONE } from "../shared/lifecycle/enqueue-sql.ts";
 import { completeJobs, extendLease, failJobs, releaseJobs, settledEarlier, settleJobs } from "../shared/lifecycle/settle.ts";
 import { createTestDb, drivers, expireLeases, type TestDb } from "./support/db.ts";
 import { noop } from "./support/jobs.ts";
@@ -308,11 +309,11 @@ describe.each(drivers)("claim and settle (%s driver)", (driver) => {
 });
 
 /**
- * The claim and the settle go by name to a pool of Leasehold's own
- * (`hotQuery`, shared/db/db.ts): Postgres parses each once a connection and
- * stops planning it once its plans agree. Anything else is sent text.
+ * The claim, the settle and the enqueue go by name to a pool of Leasehold's
+ * own (`hotQuery`, shared/db/db.ts): Postgres parses each once a connection
+ * and stops planning it once its plans agree. Anything else is sent text.
  */
-describe.each(drivers)("the claim and the settle as prepared statements (%s driver)", (driver) => {
+describe.each(drivers)("the claim, the settle and the enqueue as prepared statements (%s driver)", (driver) => {
   // Each test on a pool of one connection of its own: what it has prepared is what the next statement finds.
   let t: TestDb;
   beforeEach(async () => {
@@ -320,10 +321,12 @@ describe.each(drivers)("the claim and the settle as prepared statements (%s driv
   });
   afterEach(() => t.drop());
 
+  // Jobs enqueued on another pool's connections: what t.db has prepared is then the claim and the settle alone.
+  const enqueueAside = (specs: Parameters<typeof enqueueJobs>[1]) => enqueueJobs({ db: t.admin, schema: t.schema }, specs);
   const prepared = async () =>
     (await t.db.query<{ name: string; statement: string; generic_plans: string }>("select name, statement, generic_plans from pg_prepared_statements order by name")).rows;
   const drain = async (queue: string, jobs: number, batch: number) => {
-    await enqueueJobs(t, Array.from({ length: jobs }, (_, n) => job(noop, { n }, { queue })));
+    await enqueueAside(Array.from({ length: jobs }, (_, n) => job(noop, { n }, { queue })));
     for (;;) {
       const claimed = await claimJobs(t, { queue, runnerId: "r", limit: batch, maxLeaseMs: 60_000, fair: false });
       if (claimed.length === 0) return;
@@ -336,7 +339,7 @@ describe.each(drivers)("the claim and the settle as prepared statements (%s driv
   it.each([1, 2])("are prepared once on the connection, and each one's plan is kept after a few (batches of %i)", async (batch) => {
     // A table the planner knows to be large, as a live queue's is: there a custom plan for one job costs far
     // less than a generic one's guess of ten, and a settle read bare arrays was planned again on every run.
-    await enqueueJobs(t, Array.from({ length: 40_000 }, (_, n) => job(noop, { n }, { queue: "elsewhere" })));
+    await enqueueAside(Array.from({ length: 40_000 }, (_, n) => job(noop, { n }, { queue: "elsewhere" })));
     await t.admin.query(`analyze "${t.schema}".jobs`);
     await drain("named", 20 * batch, batch);
     const names = await prepared();
@@ -351,7 +354,7 @@ describe.each(drivers)("the claim and the settle as prepared statements (%s driv
 
   it("are sent by name by a runner, whose settles run under a write deadline on a connection of their own", async () => {
     const queue = "runner";
-    await enqueueJobs(t, Array.from({ length: 30 }, (_, n) => job(noop, { n }, { queue })));
+    await enqueueAside(Array.from({ length: 30 }, (_, n) => job(noop, { n }, { queue })));
     const summary = await runWorker({
       linger: "fixed", store: t, registry: createRegistry([noop]), queues: [queue], runnerId: "w", slots: 2, idleMs: 100, pollMs: 20, bell: false, fair: false,
     });
@@ -361,9 +364,25 @@ describe.each(drivers)("the claim and the settle as prepared statements (%s driv
     expect((await prepared()).map((n) => n.statement).sort()).toEqual(texts.sort());
   });
 
+  it("take the enqueue's statements too: one job (a route's), a batch, a follow-up, each planned generic after a few", async () => {
+    for (let n = 0; n < 20; n++) await enqueue(t, noop, { n }, { queue: "one" });
+    for (let n = 0; n < 20; n++) await enqueueJobs(t, [job(noop, { n }, { queue: "many" }), job(noop, { n }, { queue: "many" })]);
+    for (let n = 0; n < 20; n++) await enqueueFollowUp(t, job(noop, { n }, { queue: "follow" }), "r", { names: [noop.name], maxLeaseMs: 60_000 });
+    const names = await prepared();
+    expect(names.map((n) => n.statement).sort()).toEqual([INSERT_ONE, INSERT_JOBS, INSERT_FOLLOW_UP].map((text) => sql(t.schema, text)).sort());
+    for (const { statement, generic_plans } of names) expect(Number(generic_plans), statement.slice(0, 60)).toBeGreaterThanOrEqual(15);
+    const { rows } = await t.admin.query<{ queue: string; status: string; n: number }>(
+      `select queue, status::text, count(*)::int as n from "${t.schema}".jobs group by 1, 2 order by 1, 2`);
+    expect(rows).toEqual([
+      { queue: "follow", status: "running", n: 20 },
+      { queue: "many", status: "queued", n: 40 },
+      { queue: "one", status: "queued", n: 20 },
+    ]);
+  });
+
   it("go as text to anything but Leasehold's own pool", async () => {
     const wrapped = { db: { query: t.db.query.bind(t.db) } as typeof t.db, schema: t.schema };
-    await enqueueJobs(t, [job(noop, { n: 1 }, { queue: "wrapped" })]);
+    await enqueueAside([job(noop, { n: 1 }, { queue: "wrapped" })]);
     const [claimed] = await claimJobs(wrapped, { queue: "wrapped", runnerId: "r", limit: 1, maxLeaseMs: 60_000, fair: false });
     expect((await completeJobs(wrapped, [{ id: claimed!.id, leaseToken: claimed!.leaseToken }])).size).toBe(1);
     expect(await prepared()).toEqual([]);
@@ -392,7 +411,7 @@ describe.each(drivers)("the claim and the settle as prepared statements (%s driv
 
   it("run as text, once each, when the server has their name prepared already (42P05)", async () => {
     const queue = "taken";
-    await enqueueJobs(t, Array.from({ length: 3 }, (_, n) => job(noop, { n }, { queue })));
+    await enqueueAside(Array.from({ length: 3 }, (_, n) => job(noop, { n }, { queue })));
     // Another client of a pooler's server connection prepared a statement of that name first.
     await t.db.query(`prepare ${statementName(sql(t.schema, CLAIMS.plain.limited))} as select 1`);
     const claimed = await claimJobs(t, { queue, runnerId: "r", limit: 3, maxLeaseMs: 60_000, fair: false });

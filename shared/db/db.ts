@@ -129,12 +129,11 @@ export function namesAs<D extends object>(db: D, through: object): D {
 }
 
 /**
- * The runner's statements of every batch, the claim and the settle. To a
- * pool of Leasehold's own they go by name, so each connection parses one
- * once, and Postgres stops planning it once a generic plan costs no more
- * than the first five custom ones did: a settle was planned for about 1 ms,
- * paid every few jobs when jobs take time. (The settle reads its arrays
- * through subqueries so that this holds for a settle of one job too.)
+ * The statements sent over and over: the claim, the settle, the enqueue's
+ * inserts. To a pool of Leasehold's own they go by name, so each connection
+ * parses one once, and Postgres stops planning it once a generic plan costs
+ * no more than the first five custom ones did (a settle was planned for
+ * about 1 ms, an enqueue of one job for half of its 0.85 ms).
  *
  * A pooler that does not keep prepared statements per client (PgBouncer in
  * transaction mode before 1.21) answers that one does not exist or already

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { jsonArray, numberArray, textArray } from "../db/arrays.ts";
-import { sql, type Store } from "../db/db.ts";
+import { hotQuery, sql, type Store } from "../db/db.ts";
 import { INSERT_CLAIMED, INSERT_CLAIMED_MANY, INSERT_FOLLOW_UP, INSERT_JOBS, INSERT_JOBS_DEDUPED, INSERT_ONE } from "../lifecycle/enqueue-sql.ts";
 import { ValidationError } from "../errors.ts";
 import type { EnqueuedJob, EnqueueOptions, JobType } from "./job-types.ts";
@@ -81,8 +81,8 @@ async function insertDeduped(store: Store, rows: readonly Row[]): Promise<Enqueu
   let todo = canonicalOrder(rows);
   for (let round = 0; todo.length > 0; round++) {
     if (round === MAX_DEDUPE_ROUNDS) throw new Error(`dedupe keys kept changing hands: gave up after ${round} rounds`);
-    const { rows: inserted } = await store.db.query<{ id: string; name: string; dedupe_key: string | null }>(
-      sql(store.schema, INSERT_JOBS_DEDUPED),
+    const { rows: inserted } = await hotQuery<{ id: string; name: string; dedupe_key: string | null }>(
+      store, sql(store.schema, INSERT_JOBS_DEDUPED),
       columns(todo.map((i) => rows[i]!)),
     );
     const insertedByKey = new Map<string, string>();
@@ -161,10 +161,10 @@ async function insertFlowControlled(store: Store, rows: readonly Row[]): Promise
 async function insertRows(store: Store, rows: readonly Row[]): Promise<EnqueuedJob[]> {
   if (rows.some((r) => r.dedupeKey !== null)) return insertDeduped(store, rows);
   if (rows.length === 1) {
-    const { rows: written } = await store.db.query<{ id: string }>(sql(store.schema, INSERT_ONE), values(rows[0]!));
+    const { rows: written } = await hotQuery<{ id: string }>(store, sql(store.schema, INSERT_ONE), values(rows[0]!));
     return [{ id: written[0]!.id, existing: false }];
   }
-  const { rows: [written] } = await store.db.query<{ ids: string }>(sql(store.schema, INSERT_JOBS), columns(rows));
+  const { rows: [written] } = await hotQuery<{ ids: string }>(store, sql(store.schema, INSERT_JOBS), columns(rows));
   return written!.ids.split(",").map((id) => ({ id, existing: false }));
 }
 
@@ -188,10 +188,10 @@ export async function enqueueClaimed(store: Store, spec: JobSpec<any>, runnerId:
  */
 export async function insertClaimed(store: Store, rows: readonly Row[], runnerId: string): Promise<ClaimedJob[]> {
   if (rows.length === 1) {
-    const { rows: [one] } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED), claimedValues(rows[0]!, runnerId));
+    const { rows: [one] } = await hotQuery<ClaimedRow>(store, sql(store.schema, INSERT_CLAIMED), claimedValues(rows[0]!, runnerId));
     return [toClaimed(one!)];
   }
-  const { rows: written } = await store.db.query<ClaimedRow>(sql(store.schema, INSERT_CLAIMED_MANY), [
+  const { rows: written } = await hotQuery<ClaimedRow>(store, sql(store.schema, INSERT_CLAIMED_MANY), [
     ...CLAIMED_COLUMNS.map(([k, send]) => send(rows.map((r) => r[k]))), runnerId, TEXT(rows.map((r) => r.fairGroup)),
   ]);
   // Ids are drawn in the order the rows were inserted, which is the order given.
@@ -238,7 +238,7 @@ export async function enqueueFollowUp(
   store: Store, spec: JobSpec<any>, runnerId: string, claimable: Claimable, limits?: EnqueueLimits,
 ): Promise<{ claimed: ClaimedJob } | { queued: EnqueuedJob }> {
   const row = claimableRow(spec, limits);
-  const { rows } = await store.db.query<ClaimedRow & { claimed: boolean }>(sql(store.schema, INSERT_FOLLOW_UP), [
+  const { rows } = await hotQuery<ClaimedRow & { claimed: boolean }>(store, sql(store.schema, INSERT_FOLLOW_UP), [
     ...claimedValues(row, runnerId), Math.floor(Math.min(claimable.maxLeaseMs, 2 ** 31 - 1)), claimable.names,
   ]);
   const written = rows[0]!;
