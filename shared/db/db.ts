@@ -133,7 +133,7 @@ export function namesAs<D extends object>(db: D, through: object): D {
  * inserts. To a pool of Leasehold's own they go by name, so each connection
  * parses one once, and Postgres stops planning it once a generic plan costs
  * no more than the first five custom ones did (a settle was planned for
- * about 1 ms, an enqueue of one job for half of its 0.85 ms).
+ * about 1 ms, an enqueue of one job for half of its 0.9 ms).
  *
  * A pooler that does not keep prepared statements per client (PgBouncer in
  * transaction mode before 1.21) answers that one does not exist or already
